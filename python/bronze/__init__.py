@@ -1,0 +1,127 @@
+"""bronze: the torch.mps API on NVIDIA GPUs and any CPU.
+
+Code written against torch.mps ports by changing the import::
+
+    import bronze as mps
+    mps.manual_seed(0)
+    lib = mps.compile_shader(source)
+
+Devices are "cpu" (always present) and "cuda:N". Work is queued on streams
+and runs asynchronously; synchronize() waits for it.
+"""
+
+import os as _os
+
+from . import errors
+from ._C import (  # noqa: F401  (re-exported API)
+    DeviceProperties,
+    Event,
+    Stream,
+    Tensor,
+    current_allocated_memory,
+    current_device,
+    current_stream,
+    default_stream,
+    device,
+    device_count,
+    devices,
+    driver_allocated_memory,
+    dtype,
+    empty_cache,
+    get_device_properties,
+    get_per_process_memory_fraction,
+    initial_seed,
+    is_available,
+    manual_seed,
+    memory_stats,
+    mm,
+    recommended_max_memory,
+    reset_peak_memory_stats,
+    seed,
+    set_device,
+    set_stream,
+    synchronize,
+)
+from . import _C
+from ._tensor import (  # noqa: F401
+    arange,
+    as_dtype,
+    asarray,
+    empty,
+    from_dlpack,
+    full,
+    host_alias,
+    ones,
+    rand,
+    randint,
+    randn,
+    tensor,
+    zeros,
+)
+from .errors import (  # noqa: F401
+    BronzeError,
+    DeviceError,
+    KernelNotFoundError,
+    NotSupportedError,
+    OutOfMemoryError,
+    ProfilerError,
+    ShaderCompileError,
+)
+from . import event, profiler  # noqa: F401
+from ._streams import stream  # noqa: F401
+
+bool = dtype.bool  # noqa: A001  (torch names its dtypes this way too)
+uint8 = dtype.uint8
+int8 = dtype.int8
+int16 = dtype.int16
+int32 = dtype.int32
+int64 = dtype.int64
+float16 = dtype.float16
+half = dtype.float16
+bfloat16 = dtype.bfloat16
+float32 = dtype.float32
+float64 = dtype.float64
+
+_host_alias_storage = host_alias
+
+__version__ = "0.1.0"
+
+
+def set_per_process_memory_fraction(fraction, device=None):
+    """Limits this process's memory on the device to fraction * recommended_max_memory().
+
+    As torch.mps: fraction must be a float (TypeError otherwise) in [0, 2]
+    (ValueError otherwise); 0 removes the limit. An allocation over the limit
+    first returns cached blocks to the driver, then raises OutOfMemoryError.
+    """
+    if not isinstance(fraction, float):
+        raise TypeError(f"Invalid type for fraction argument, must be `float`, got {type(fraction).__name__}")
+    _C._set_per_process_memory_fraction(fraction, device)
+
+
+def get_rng_state(device=None):
+    """The generator state of the device as a uint8 CPU tensor (44 bytes)."""
+    import numpy as np
+
+    raw = _C._get_rng_state(device)
+    return asarray(np.frombuffer(raw, dtype=np.uint8).copy(), device="cpu")
+
+
+def set_rng_state(new_state, device=None):
+    """Restores a state returned by get_rng_state()."""
+    if not isinstance(new_state, Tensor):
+        raise TypeError(f"RNG state must be a bronze.Tensor, got {type(new_state).__name__}")
+    if new_state.dtype != uint8:
+        raise TypeError(f"RNG state must be a uint8 tensor, got {new_state.dtype}")
+    _C._set_rng_state(new_state.numpy().tobytes(), device)
+
+
+def _tensor_repr(self):
+    try:
+        body = repr(self.to(float32).numpy() if self.dtype == bfloat16 else self.numpy())
+    except Exception as e:  # a failing device must not break repr()
+        body = f"<unreadable: {e}>"
+    return f"bronze.Tensor({body}, device='{self.device}', dtype={self.dtype})"
+
+
+Tensor.__repr__ = _tensor_repr

@@ -1,0 +1,190 @@
+"""Tensor creation and conversion helpers (argument handling only; the work
+is done in C++)."""
+
+import builtins
+
+import numpy as _np
+
+from . import _C
+from ._C import Tensor, dtype
+
+_NUMPY_TO_DTYPE = {
+    _np.dtype("bool"): dtype.bool,
+    _np.dtype("uint8"): dtype.uint8,
+    _np.dtype("int8"): dtype.int8,
+    _np.dtype("int16"): dtype.int16,
+    _np.dtype("int32"): dtype.int32,
+    _np.dtype("int64"): dtype.int64,
+    _np.dtype("float16"): dtype.float16,
+    _np.dtype("float32"): dtype.float32,
+    _np.dtype("float64"): dtype.float64,
+}
+_NAMES = {d.name: d for d in _NUMPY_TO_DTYPE.values()}
+_NAMES.update(bfloat16=dtype.bfloat16, half=dtype.float16, float=dtype.float32, double=dtype.float64,
+              int=dtype.int32, long=dtype.int64)
+
+
+def as_dtype(d):
+    """A bronze dtype from a bronze dtype, a name, a NumPy dtype or a torch dtype."""
+    if isinstance(d, dtype):
+        return d
+    if isinstance(d, str):
+        name = d
+    else:
+        name = str(d).replace("torch.", "")
+        try:
+            return _NUMPY_TO_DTYPE[_np.dtype(d)]
+        except (TypeError, KeyError):
+            pass
+    if name in _NAMES:
+        return _NAMES[name]
+    raise TypeError(f"unsupported dtype {d!r}")
+
+
+def _shape(size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    for s in size:
+        if not isinstance(s, int) or isinstance(s, builtins.bool):
+            raise TypeError(f"shape entries must be ints, got {type(s).__name__}")
+    return list(size)
+
+
+def _finish(t, dtype_, device):
+    if dtype_ is not None:
+        t = t.to(dtype=dtype_)
+    if device is not None:
+        t = t.to(device)
+    return t
+
+
+def _is_device(a):
+    return isinstance(a, _C.device) or (isinstance(a, str) and a.split(":")[0] in ("cpu", "cuda"))
+
+
+def _to(self, *args, dtype=None, device=None):
+    """t.to(device), t.to(dtype) or t.to(device, dtype): self when nothing changes."""
+    for a in args:
+        if _is_device(a):
+            device = a
+        else:
+            dtype = a
+    t = self
+    if dtype is not None:
+        t = t._to_dtype(as_dtype(dtype))
+    if device is not None:
+        t = t._to_device(device if isinstance(device, _C.device) else _C.device(str(device)))
+    return t
+
+
+Tensor.to = _to
+Tensor.cpu = lambda self: self.to("cpu")
+Tensor.tolist = lambda self: self.numpy().tolist()
+Tensor.float = lambda self: self.to(dtype=dtype.float32)
+Tensor.half = lambda self: self.to(dtype=dtype.float16)
+Tensor.double = lambda self: self.to(dtype=dtype.float64)
+Tensor.mm = lambda self, other: _C.mm(self, other)
+
+
+def _dlpack(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+    kwargs = {}
+    if max_version is not None:
+        kwargs["max_version"] = max_version
+    return self._dlpack_array().__dlpack__(**kwargs)
+
+
+def _dlpack_device(self):
+    return self._dlpack_array().__dlpack_device__()
+
+
+Tensor.__dlpack__ = _dlpack
+Tensor.__dlpack_device__ = _dlpack_device
+
+
+def empty(*size, dtype=None, device=None):
+    return _C.empty(_shape(size), as_dtype(dtype or "float32"), device)
+
+
+def full(size, fill_value, *, dtype=None, device=None):
+    if dtype is None:
+        dtype = "bool" if isinstance(fill_value, builtins.bool) else "int64" if isinstance(fill_value, int) else "float32"
+    d = as_dtype(dtype)
+    value = int(fill_value) if isinstance(fill_value, (int, builtins.bool)) else float(fill_value)
+    return _C._full(_shape((size,) if isinstance(size, int) else (tuple(size),)), value, d, device)
+
+
+def zeros(*size, dtype=None, device=None):
+    return full(_shape(size), 0, dtype=dtype or "float32", device=device)
+
+
+def ones(*size, dtype=None, device=None):
+    return full(_shape(size), 1, dtype=dtype or "float32", device=device)
+
+
+def arange(start, end=None, step=1, *, dtype=None, device=None):
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        dtype = "int64" if all(isinstance(v, int) for v in (start, end, step)) else "float32"
+    return _C._arange(float(start), float(end), float(step), as_dtype(dtype), device)
+
+
+def rand(*size, dtype=None, device=None):
+    return _C._rand(_shape(size), as_dtype(dtype or "float32"), device)
+
+
+def randn(*size, dtype=None, device=None):
+    return _C._randn(_shape(size), as_dtype(dtype or "float32"), device)
+
+
+def randint(low, high=None, size=(), *, dtype=None, device=None):
+    if high is None:
+        low, high = 0, low
+    return _C._randint(int(low), int(high), _shape((tuple(size),)), as_dtype(dtype or "int64"), device)
+
+
+def asarray(obj, *, dtype=None, device=None):
+    """A tensor over obj's memory when possible (zero copy), else a copy.
+
+    obj: a bronze tensor, anything with __dlpack__ or the buffer protocol
+    (NumPy, PyTorch, CuPy, JAX arrays), or nested lists/scalars (copied;
+    Python floats become float32 as in torch).
+    """
+    if isinstance(obj, Tensor):
+        return _finish(obj, as_dtype(dtype) if dtype is not None else None, device)
+    if not (hasattr(obj, "__dlpack__") or hasattr(obj, "__array_interface__") or isinstance(obj, memoryview)):
+        arr = _np.asarray(obj)
+        if arr.dtype == _np.float64 and dtype is None:
+            arr = arr.astype(_np.float32)
+        if arr.dtype not in _NUMPY_TO_DTYPE:
+            raise TypeError(f"cannot make a tensor from elements of type {arr.dtype}")
+        obj = arr
+    t = _C._from_array(obj)
+    return _finish(t, as_dtype(dtype) if dtype is not None else None, device)
+
+
+def tensor(data, *, dtype=None, device=None):
+    """A new tensor holding a copy of data (as torch.tensor)."""
+    shared = isinstance(data, (Tensor, memoryview)) or hasattr(data, "__dlpack__") or hasattr(data, "__array_interface__")
+    t = asarray(data, dtype=dtype, device=device)
+    return t.clone() if shared else t
+
+
+def from_dlpack(obj):
+    """Zero-copy import of a DLPack producer (anything with __dlpack__)."""
+    if not hasattr(obj, "__dlpack__"):
+        raise TypeError(f"from_dlpack needs an object with __dlpack__, got {type(obj).__name__}")
+    return _C._from_array(obj)
+
+
+def host_alias(t):
+    """A NumPy array over the tensor's memory (zero copy) after its producers finished.
+
+    Valid for host-visible memory: every CPU tensor. Writes through the alias
+    are seen by later device work.
+    """
+    if not isinstance(t, Tensor):
+        raise TypeError(f"host_alias needs a bronze.Tensor, got {type(t).__name__}")
+    if not _C.get_device_properties(t.device).host_visible:
+        raise ValueError(f"memory of {t.device} is not host-visible; copy with .cpu() instead")
+    return _np.asarray(t)

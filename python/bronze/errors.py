@@ -1,0 +1,44 @@
+"""bronze's exception types.
+
+They keep torch.mps's contracts: code that catches what torch.mps raises
+(RuntimeError, SyntaxError for a shader compile error) keeps working.
+"""
+
+
+class BronzeError(RuntimeError):
+    """Base of every error bronze raises that is not a TypeError/ValueError."""
+
+
+class OutOfMemoryError(BronzeError):
+    """An allocation did not fit under the memory limit or in device memory.
+
+    Attributes give the figures at the time: requested, allocated, reserved
+    and limit (bytes; limit 0 means no limit was set).
+    """
+
+    def __init__(self, message, requested=0, allocated=0, reserved=0, limit=0):
+        super().__init__(message)
+        self.requested = requested
+        self.allocated = allocated
+        self.reserved = reserved
+        self.limit = limit
+
+
+class DeviceError(BronzeError):
+    """Queued device work failed; raised at the next synchronization."""
+
+
+class NotSupportedError(BronzeError):
+    """The feature is not available on this device or in this build."""
+
+
+class ShaderCompileError(BronzeError, SyntaxError):
+    """A shader did not compile; the message points into the user's source."""
+
+
+class KernelNotFoundError(BronzeError, AttributeError):
+    """A library has no kernel of that name."""
+
+
+class ProfilerError(BronzeError, ValueError):
+    """Profiler misuse: started twice, stopped when not running, bad mode."""

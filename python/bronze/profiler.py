@@ -1,0 +1,65 @@
+"""bronze.profiler, as torch.mps.profiler.
+
+start/stop/profile record every queued operation; stop() writes a Chrome
+trace (open it in ui.perfetto.dev). metal_capture records every command in
+a block to a capture file (`bronze capture show FILE` lists it).
+"""
+
+import contextlib
+
+from . import _C
+from .errors import ProfilerError
+
+
+def start(mode="interval", wait_until_completed=False):
+    """Starts profiling. mode: "interval", "event" or "interval,event"."""
+    if not isinstance(mode, str):
+        raise ProfilerError(f"profiler mode must be a string, got {type(mode).__name__}")
+    try:
+        _C._profiler_start(mode, bool(wait_until_completed))
+    except (ValueError, RuntimeError) as e:
+        raise ProfilerError(str(e)) from None
+
+
+def stop(path=None):
+    """Stops profiling, writes the trace and returns its path.
+
+    path: where to write; default $BRONZE_TRACE_FILE, else bronze-trace-PID.json.
+    """
+    if not _C._profiler_is_running():
+        raise ProfilerError("profiler is not running; call start() first")
+    return _C._profiler_stop("" if path is None else str(path))
+
+
+def is_running():
+    return _C._profiler_is_running()
+
+
+@contextlib.contextmanager
+def profile(mode="interval", wait_until_completed=False, path=None):
+    """Profiles the block; the trace is written even when the block raises."""
+    start(mode, wait_until_completed)
+    result = {"path": None}
+    try:
+        yield result
+    finally:
+        result["path"] = stop(path)
+
+
+def is_metal_capture_enabled():
+    """True when BRONZE_CAPTURE_ENABLED=1 (or MTL_CAPTURE_ENABLED=1) is set."""
+    return _C._capture_enabled()
+
+
+def is_capturing_metal():
+    return _C._capturing()
+
+
+@contextlib.contextmanager
+def metal_capture(fname):
+    """Captures every command queued inside the block to the file fname."""
+    _C._capture_start(str(fname))
+    try:
+        yield
+    finally:
+        _C._capture_stop()

@@ -1,0 +1,85 @@
+// Maps bronze's C++ exceptions to the Python classes in bronze/errors.py.
+#include <mutex>
+#include <vector>
+
+#include "bronze/error.hpp"
+#include "common.hpp"
+
+namespace bronze::py {
+namespace {
+
+PyObject* py_class(const char* name) {
+  // Looked up once per class; the module lives as long as the interpreter.
+  nb::object cls = nb::module_::import_("bronze.errors").attr(name);
+  return cls.release().ptr();
+}
+
+void raise(PyObject* cls, const char* msg) { PyErr_SetString(cls, msg); }
+
+std::mutex g_pending_mu;
+std::vector<PyObject*> g_pending;
+
+int drain_pending(void*) {
+  std::vector<PyObject*> objs;
+  {
+    std::lock_guard<std::mutex> g(g_pending_mu);
+    objs.swap(g_pending);
+  }
+  for (PyObject* o : objs) Py_DECREF(o);
+  return 0;
+}
+}  // namespace
+
+void release_from_any_thread(PyObject* obj) {
+  if (!Py_IsInitialized()) return;  // interpreter gone: nothing to release
+  if (PyGILState_Check()) {
+    Py_DECREF(obj);
+    return;
+  }
+  bool schedule;
+  {
+    std::lock_guard<std::mutex> g(g_pending_mu);
+    schedule = g_pending.empty();
+    g_pending.push_back(obj);
+  }
+  if (schedule) Py_AddPendingCall(drain_pending, nullptr);
+}
+
+void bind_errors(nb::module_& m) {
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    static PyObject* base = py_class("BronzeError");
+    static PyObject* oom = py_class("OutOfMemoryError");
+    static PyObject* device = py_class("DeviceError");
+    static PyObject* unsupported = py_class("NotSupportedError");
+    static PyObject* compile = py_class("ShaderCompileError");
+    static PyObject* notfound = py_class("KernelNotFoundError");
+    try {
+      std::rethrow_exception(p);
+    } catch (const OutOfMemoryError& e) {
+      nb::object exc = nb::borrow(oom)(e.what(), e.requested(), e.allocated(), e.reserved(), e.limit());
+      PyErr_SetObject(oom, exc.ptr());
+    } catch (const ShaderCompileError& e) {
+      nb::object exc = nb::borrow(compile)(e.what());
+      if (e.line() > 0) {
+        exc.attr("lineno") = e.line();
+        exc.attr("offset") = e.column();
+      }
+      PyErr_SetObject(compile, exc.ptr());
+    } catch (const KernelNotFoundError& e) {
+      raise(notfound, e.what());
+    } catch (const DeviceError& e) {
+      raise(device, e.what());
+    } catch (const NotSupportedError& e) {
+      raise(unsupported, e.what());
+    } catch (const ValueError& e) {
+      raise(PyExc_ValueError, e.what());
+    } catch (const TypeError& e) {
+      raise(PyExc_TypeError, e.what());
+    } catch (const Error& e) {
+      raise(base, e.what());
+    }
+  });
+  (void)m;
+}
+
+}  // namespace bronze::py

@@ -1,0 +1,8 @@
+#include "common.hpp"
+
+NB_MODULE(_C, m) {
+  m.doc() = "bronze's C++ core (the Python package wraps it thinly)";
+  bronze::py::bind_errors(m);
+  bronze::py::bind_runtime(m);
+  bronze::py::bind_tensor(m);
+}

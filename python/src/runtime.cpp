@@ -1,0 +1,142 @@
+// Devices, streams, events, memory, RNG and profiler bindings. Calls that may
+// wait for a device release the GIL.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "bronze/event.hpp"
+#include "bronze/memory.hpp"
+#include "bronze/profiler.hpp"
+#include "bronze/random.hpp"
+#include "bronze/stream.hpp"
+#include "common.hpp"
+
+namespace bronze::py {
+namespace {
+using release_gil = nb::call_guard<nb::gil_scoped_release>;
+using OptDevice = std::optional<Device>;
+
+nb::dict stats_dict(const MemoryStats& s) {
+  nb::dict d;
+  d["allocated_bytes.current"] = s.allocated_bytes;
+  d["allocated_bytes.peak"] = s.allocated_bytes_peak;
+  d["requested_bytes.current"] = s.requested_bytes;
+  d["reserved_bytes.current"] = s.reserved_bytes;
+  d["reserved_bytes.peak"] = s.reserved_bytes_peak;
+  d["active_blocks"] = s.active_blocks;
+  d["segments"] = s.segments;
+  d["num_allocs"] = s.num_allocs;
+  d["num_frees"] = s.num_frees;
+  d["cache_hits"] = s.cache_hits;
+  d["cache_misses"] = s.cache_misses;
+  d["num_device_alloc"] = s.num_device_allocs;
+  d["num_device_free"] = s.num_device_frees;
+  d["num_ooms"] = s.num_ooms;
+  d["limit_bytes"] = s.limit_bytes;
+  return d;
+}
+
+std::optional<DeviceType> parse_type(const std::optional<std::string>& t) {
+  if (!t) return std::nullopt;
+  return Device::parse(*t).type;
+}
+}  // namespace
+
+void bind_runtime(nb::module_& m) {
+  nb::enum_<DeviceType>(m, "DeviceType").value("cpu", DeviceType::CPU).value("cuda", DeviceType::CUDA);
+
+  nb::class_<Device>(m, "device", "A bronze device: 'cpu' or 'cuda:N'.")
+      .def(nb::init<>())
+      .def("__init__", [](Device* d, const std::string& s) { new (d) Device(Device::parse(s)); })
+      .def("__init__", [](Device* d, const std::string& type, int index) {
+        new (d) Device(Device::parse(type + ":" + std::to_string(index)));
+      })
+      .def_prop_ro("type", [](const Device& d) { return d.type == DeviceType::CPU ? "cpu" : "cuda"; })
+      .def_ro("index", &Device::index)
+      .def("__str__", &Device::str)
+      .def("__repr__", [](const Device& d) { return "device('" + d.str() + "')"; })
+      .def("__eq__", [](const Device& a, const Device& b) { return a == b; })
+      .def("__eq__", [](const Device& a, const std::string& b) { return a == Device::parse(b); })
+      .def("__hash__", [](const Device& d) { return static_cast<int>(d.type) * 1024 + d.index; });
+  nb::implicitly_convertible<std::string, Device>();
+
+  nb::class_<DeviceProperties>(m, "DeviceProperties")
+      .def_ro("name", &DeviceProperties::name)
+      .def_ro("device", &DeviceProperties::device)
+      .def_ro("total_memory", &DeviceProperties::total_memory)
+      .def_ro("recommended_max_memory", &DeviceProperties::recommended_max_memory)
+      .def_ro("multi_processor_count", &DeviceProperties::multiprocessor_count)
+      .def_ro("max_threads_per_threadgroup", &DeviceProperties::max_threads_per_threadgroup)
+      .def_ro("simd_width", &DeviceProperties::simd_width)
+      .def_ro("host_visible", &DeviceProperties::host_visible)
+      .def("__repr__", [](const DeviceProperties& p) {
+        return "DeviceProperties(name='" + p.name + "', device='" + p.device.str() +
+               "', total_memory=" + std::to_string(p.total_memory) + ")";
+      });
+
+  m.def("is_available", [](std::optional<std::string> t) { return is_available(parse_type(t)); },
+        nb::arg("device_type") = nb::none());
+  m.def("device_count", [](std::optional<std::string> t) { return device_count(parse_type(t)); },
+        nb::arg("device_type") = nb::none());
+  m.def("devices", &devices);
+  m.def("current_device", &current_device);
+  m.def("set_device", &set_device, nb::arg("device"));
+  m.def("get_device_properties", &get_device_properties, nb::arg("device") = nb::none());
+  m.def("synchronize", &synchronize, nb::arg("device") = nb::none(), release_gil());
+
+  nb::class_<Stream>(m, "Stream", "An ordered queue of device work.")
+      .def(nb::init<OptDevice>(), nb::arg("device") = nb::none())
+      .def_prop_ro("device", &Stream::device)
+      .def_prop_ro("id", &Stream::id)
+      .def("synchronize", &Stream::synchronize, release_gil())
+      .def("query", &Stream::query)
+      .def("__eq__", [](const Stream& a, const Stream& b) { return a == b; })
+      .def("__hash__", [](const Stream& s) { return s.id(); })
+      .def("__repr__", [](const Stream& s) {
+        return "<bronze.Stream " + std::to_string(s.id()) + " on " + s.device().str() + ">";
+      });
+  m.def("current_stream", &Stream::current, nb::arg("device") = nb::none());
+  m.def("default_stream", &Stream::default_stream, nb::arg("device") = nb::none());
+  m.def("set_stream", &Stream::set_current, nb::arg("stream"));
+
+  nb::class_<Event>(m, "Event", "A point in a stream; with enable_timing, a timestamp.")
+      .def(nb::init<bool>(), nb::arg("enable_timing") = false)
+      .def("record", &Event::record, nb::arg("stream") = nb::none())
+      .def("wait", &Event::wait, nb::arg("stream") = nb::none())
+      .def("query", &Event::query)
+      .def("synchronize", &Event::synchronize, release_gil())
+      .def("elapsed_time", &Event::elapsed_time, nb::arg("end_event"), release_gil())
+      .def_prop_ro("enable_timing", &Event::enable_timing);
+
+  m.def("current_allocated_memory", &current_allocated_memory, nb::arg("device") = nb::none());
+  m.def("driver_allocated_memory", &driver_allocated_memory, nb::arg("device") = nb::none());
+  m.def("recommended_max_memory", &recommended_max_memory, nb::arg("device") = nb::none());
+  m.def("_set_per_process_memory_fraction", &set_per_process_memory_fraction, nb::arg("fraction"),
+        nb::arg("device") = nb::none());
+  m.def("get_per_process_memory_fraction", &get_per_process_memory_fraction, nb::arg("device") = nb::none());
+  m.def("empty_cache", &empty_cache, nb::arg("device") = nb::none(), release_gil());
+  m.def("memory_stats", [](OptDevice d) { return stats_dict(memory_stats(d)); }, nb::arg("device") = nb::none());
+  m.def("reset_peak_memory_stats", &reset_peak_memory_stats, nb::arg("device") = nb::none());
+
+  m.def("manual_seed", &manual_seed, nb::arg("seed"));
+  m.def("seed", &bronze::seed);
+  m.def("initial_seed", &initial_seed, nb::arg("device") = nb::none());
+  m.def("_get_rng_state", [](OptDevice d) {
+    auto v = get_rng_state(d);
+    return nb::bytes(reinterpret_cast<const char*>(v.data()), v.size());
+  }, nb::arg("device") = nb::none());
+  m.def("_set_rng_state", [](nb::bytes b, OptDevice d) {
+    const auto* p = static_cast<const std::uint8_t*>(b.data());
+    set_rng_state(std::vector<std::uint8_t>(p, p + b.size()), d);
+  }, nb::arg("state"), nb::arg("device") = nb::none());
+
+  m.def("_profiler_start", &profiler::start, nb::arg("mode"), nb::arg("wait_until_completed"));
+  m.def("_profiler_stop", &profiler::stop, nb::arg("path") = "", release_gil());
+  m.def("_profiler_is_running", &profiler::is_running);
+  m.def("_capture_enabled", &profiler::is_capture_enabled);
+  m.def("_capturing", &profiler::is_capturing);
+  m.def("_capture_start", &profiler::start_capture, nb::arg("path"));
+  m.def("_capture_stop", &profiler::stop_capture);
+}
+
+}  // namespace bronze::py

@@ -1,0 +1,274 @@
+// The Tensor type, creation functions and the array protocols (DLPack,
+// __array_interface__, NumPy conversion).
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/function.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "bronze/error.hpp"
+#include "bronze/memory.hpp"
+#include "bronze/tensor.hpp"
+#include "common.hpp"
+
+namespace bronze::py {
+namespace {
+using release_gil = nb::call_guard<nb::gil_scoped_release>;
+using OptDevice = std::optional<Device>;
+namespace dl = nb::dlpack;
+
+dl::dtype to_dl(DType t) {
+  switch (t) {
+    case DType::Bool: return {static_cast<std::uint8_t>(dl::dtype_code::Bool), 8, 1};
+    case DType::UInt8: return nb::dtype<std::uint8_t>();
+    case DType::Int8: return nb::dtype<std::int8_t>();
+    case DType::Int16: return nb::dtype<std::int16_t>();
+    case DType::Int32: return nb::dtype<std::int32_t>();
+    case DType::Int64: return nb::dtype<std::int64_t>();
+    case DType::Float16: return {static_cast<std::uint8_t>(dl::dtype_code::Float), 16, 1};
+    case DType::BFloat16: return {static_cast<std::uint8_t>(dl::dtype_code::Bfloat), 16, 1};
+    case DType::Float32: return nb::dtype<float>();
+    case DType::Float64: return nb::dtype<double>();
+  }
+  throw Error("unknown dtype");
+}
+
+DType from_dl(dl::dtype d) {
+  if (d.lanes == 1) {
+    switch (static_cast<dl::dtype_code>(d.code)) {
+      case dl::dtype_code::Bool:
+        if (d.bits == 8) return DType::Bool;
+        break;
+      case dl::dtype_code::UInt:
+        if (d.bits == 8) return DType::UInt8;
+        if (d.bits == 1) return DType::Bool;
+        break;
+      case dl::dtype_code::Int:
+        if (d.bits == 8) return DType::Int8;
+        if (d.bits == 16) return DType::Int16;
+        if (d.bits == 32) return DType::Int32;
+        if (d.bits == 64) return DType::Int64;
+        break;
+      case dl::dtype_code::Float:
+        if (d.bits == 16) return DType::Float16;
+        if (d.bits == 32) return DType::Float32;
+        if (d.bits == 64) return DType::Float64;
+        break;
+      case dl::dtype_code::Bfloat:
+        if (d.bits == 16) return DType::BFloat16;
+        break;
+      default: break;
+    }
+  }
+  throw TypeError("unsupported array element type (DLPack code " + std::to_string(d.code) + ", " +
+                  std::to_string(d.bits) + " bits, " + std::to_string(d.lanes) + " lanes)");
+}
+
+Device device_of(int dl_type, int dl_id) {
+  if (dl_type == nb::device::cpu::value) return Device(DeviceType::CPU, 0);
+  if (dl_type == nb::device::cuda::value || dl_type == nb::device::cuda_managed::value)
+    return Device(DeviceType::CUDA, dl_id);
+  throw TypeError("arrays on DLPack device type " + std::to_string(dl_type) + " are not supported");
+}
+
+template <typename Arr>
+Tensor wrap_array(const Arr& a, nb::handle owner) {
+  Shape shape(a.ndim()), strides(a.ndim());
+  for (std::size_t i = 0; i < a.ndim(); ++i) {
+    shape[i] = static_cast<std::int64_t>(a.shape(i));
+    strides[i] = a.stride(i);
+  }
+  DType t = from_dl(a.dtype());
+  Device d = device_of(a.device_type(), a.device_id());
+  owner.inc_ref();
+  PyObject* o = owner.ptr();
+  return from_blob(const_cast<void*>(static_cast<const void*>(a.data())), shape, strides, t, d,
+                   [o] { release_from_any_thread(o); });
+}
+
+// Zero-copy import of anything nanobind reads as an array (DLPack, buffer
+// protocol). Read-only arrays are copied: kernels may write their arguments.
+Tensor from_array(nb::handle obj) {
+  nb::ndarray<> rw;
+  if (nb::try_cast(obj, rw, false)) return wrap_array(rw, obj);
+  nb::ndarray<nb::ro> ro;
+  if (nb::try_cast(obj, ro, false)) {
+    Tensor view = wrap_array(ro, obj);
+    return view.clone();
+  }
+  throw TypeError(std::string("cannot convert an object of type '") + Py_TYPE(obj.ptr())->tp_name +
+                  "' to a bronze tensor (it has neither __dlpack__ nor the buffer protocol)");
+}
+
+// A nanobind ndarray over the tensor's memory, owning a reference to it:
+// the DLPack producer behind Tensor.__dlpack__.
+nb::object export_array(const Tensor& t) {
+  if (t.device().type == DeviceType::CPU) {
+    nb::gil_scoped_release g;
+    synchronize(t.device());  // the consumer reads right away
+  }
+  std::vector<std::size_t> shape(t.shape().begin(), t.shape().end());
+  auto* keep = new Tensor(t);
+  nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<Tensor*>(p); });
+  int dev_type = t.device().type == DeviceType::CPU ? nb::device::cpu::value : nb::device::cuda::value;
+  nb::ndarray<nb::array_api> arr(t.data_ptr(), t.dim(), shape.data(), owner, t.strides().data(),
+                                 to_dl(t.dtype()), dev_type, t.device().index);
+  return nb::cast(arr);
+}
+
+nb::object to_numpy(const Tensor& t) {
+  if (t.dtype() == DType::BFloat16)
+    throw TypeError("NumPy has no bfloat16; convert first, e.g. t.to(bronze.float32).numpy()");
+  std::size_t n = t.nbytes();
+  auto* buf = new std::uint8_t[n ? n : 1];
+  nb::capsule owner(buf, [](void* p) noexcept { delete[] static_cast<std::uint8_t*>(p); });
+  {
+    nb::gil_scoped_release g;
+    t.copy_to_host(buf);
+  }
+  std::vector<std::size_t> shape(t.shape().begin(), t.shape().end());
+  nb::ndarray<nb::numpy> arr(buf, t.dim(), shape.data(), owner, nullptr, to_dl(t.dtype()));
+  return nb::cast(arr);
+}
+
+const char* typestr(DType t) {
+  switch (t) {
+    case DType::Bool: return "|b1";
+    case DType::UInt8: return "|u1";
+    case DType::Int8: return "|i1";
+    case DType::Int16: return "<i2";
+    case DType::Int32: return "<i4";
+    case DType::Int64: return "<i8";
+    case DType::Float16: return "<f2";
+    case DType::Float32: return "<f4";
+    case DType::Float64: return "<f8";
+    case DType::BFloat16: break;
+  }
+  throw TypeError("NumPy has no bfloat16; convert first, e.g. t.to(bronze.float32)");
+}
+
+nb::dict array_interface(const Tensor& t) {
+  if (t.device().type != DeviceType::CPU)
+    throw nb::attribute_error("__array_interface__ is only offered by CPU tensors; use .cpu() first");
+  {
+    nb::gil_scoped_release g;
+    synchronize(t.device());
+  }
+  nb::dict d;
+  nb::list shape, strides;
+  for (auto s : t.shape()) shape.append(s);
+  for (auto s : t.strides()) strides.append(s * static_cast<std::int64_t>(t.element_size()));
+  d["shape"] = nb::tuple(shape);
+  d["strides"] = nb::tuple(strides);
+  d["typestr"] = typestr(t.dtype());
+  d["data"] = nb::make_tuple(reinterpret_cast<std::uintptr_t>(t.data_ptr()), false);
+  d["version"] = 3;
+  return d;
+}
+
+nb::tuple to_tuple(const Shape& s) {
+  nb::list l;
+  for (auto v : s) l.append(v);
+  return nb::tuple(l);
+}
+}  // namespace
+
+void bind_tensor(nb::module_& m) {
+  nb::enum_<DType>(m, "dtype")
+      .value("bool", DType::Bool)
+      .value("uint8", DType::UInt8)
+      .value("int8", DType::Int8)
+      .value("int16", DType::Int16)
+      .value("int32", DType::Int32)
+      .value("int64", DType::Int64)
+      .value("float16", DType::Float16)
+      .value("bfloat16", DType::BFloat16)
+      .value("float32", DType::Float32)
+      .value("float64", DType::Float64)
+      .def("__repr__", [](DType t) { return std::string("bronze.") + dtype_name(t); })
+      .def("__str__", [](DType t) { return std::string("bronze.") + dtype_name(t); })
+      .def_prop_ro("itemsize", [](DType t) { return element_size(t); })
+      .def_prop_ro("is_floating_point", [](DType t) { return is_floating(t); });
+
+  nb::class_<Tensor> cls(m, "Tensor", "A strided array in bronze device memory.");
+  cls.def_prop_ro("shape", [](const Tensor& t) { return to_tuple(t.shape()); })
+      .def("size", [](const Tensor& t) { return to_tuple(t.shape()); })
+      .def("stride", [](const Tensor& t) { return to_tuple(t.strides()); })
+      .def_prop_ro("dtype", &Tensor::dtype)
+      .def_prop_ro("device", &Tensor::device)
+      .def_prop_ro("ndim", &Tensor::dim)
+      .def("dim", &Tensor::dim)
+      .def("numel", &Tensor::numel)
+      .def("__len__", [](const Tensor& t) {
+        if (t.dim() == 0) throw TypeError("len() of a 0-d tensor");
+        return t.shape()[0];
+      })
+      .def_prop_ro("nbytes", &Tensor::nbytes)
+      .def("element_size", &Tensor::element_size)
+      .def("is_contiguous", &Tensor::is_contiguous)
+      .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<std::uintptr_t>(t.data_ptr()); })
+      .def("storage_offset", &Tensor::storage_offset)
+      .def("reshape", [](const Tensor& t, const Shape& s) { return t.reshape(s); }, nb::arg("shape"))
+      .def("view", [](const Tensor& t, const Shape& s) {
+        if (!t.is_contiguous()) throw ValueError("view() needs a contiguous tensor; use reshape()");
+        return t.reshape(s);
+      }, nb::arg("shape"))
+      .def("t", &Tensor::t)
+      .def_prop_ro("T", &Tensor::t)
+      .def("contiguous", &Tensor::contiguous)
+      .def("clone", &Tensor::clone)
+      .def("_to_device", [](const Tensor& t, const Device& d) { return t.to(d); })
+      .def("_to_dtype", [](const Tensor& t, DType d) { return t.to(d); })
+      .def("copy_", &Tensor::copy_, nb::arg("src"), nb::rv_policy::none)
+      .def("fill_", [](Tensor& t, bool v) -> Tensor& { return t.fill_(v); }, nb::rv_policy::none)
+      .def("fill_", [](Tensor& t, std::int64_t v) -> Tensor& { return t.fill_(v); }, nb::rv_policy::none)
+      .def("fill_", [](Tensor& t, double v) -> Tensor& { return t.fill_(v); }, nb::rv_policy::none)
+      .def("zero_", &Tensor::zero_, nb::rv_policy::none)
+      .def("uniform_", &Tensor::uniform_, nb::arg("from_") = 0.0, nb::arg("to") = 1.0, nb::rv_policy::none)
+      .def("normal_", &Tensor::normal_, nb::arg("mean") = 0.0, nb::arg("std") = 1.0, nb::rv_policy::none)
+      .def("random_", &Tensor::random_, nb::arg("low"), nb::arg("high"), nb::rv_policy::none)
+      .def("record_stream", &Tensor::record_stream, nb::arg("stream"))
+      .def("item", &Tensor::item, release_gil())
+      .def("numpy", &to_numpy)
+      .def("_dlpack_array", &export_array)
+      .def_prop_ro("__array_interface__", &array_interface)
+      .def("__matmul__", [](const Tensor& a, const Tensor& b) { return mm(a, b); }, nb::is_operator());
+
+  // Arithmetic: tensor (op) tensor, and tensor (op) Python number.
+#define BRONZE_BIN(pyname, fn)                                                                          \
+  cls.def(pyname, [](const Tensor& a, const Tensor& b) { return fn(a, b); }, nb::is_operator());        \
+  cls.def(pyname, [](const Tensor& a, bool b) { return fn(a, Scalar(b)); }, nb::is_operator());         \
+  cls.def(pyname, [](const Tensor& a, std::int64_t b) { return fn(a, Scalar(b)); }, nb::is_operator()); \
+  cls.def(pyname, [](const Tensor& a, double b) { return fn(a, Scalar(b)); }, nb::is_operator());
+  BRONZE_BIN("__add__", add)
+  BRONZE_BIN("__sub__", sub)
+  BRONZE_BIN("__mul__", mul)
+  BRONZE_BIN("__truediv__", div)
+#undef BRONZE_BIN
+#define BRONZE_RBIN(pyname, fn)                                                                         \
+  cls.def(pyname, [](const Tensor& a, bool b) { return fn(a, Scalar(b)); }, nb::is_operator());         \
+  cls.def(pyname, [](const Tensor& a, std::int64_t b) { return fn(a, Scalar(b)); }, nb::is_operator()); \
+  cls.def(pyname, [](const Tensor& a, double b) { return fn(a, Scalar(b)); }, nb::is_operator());
+  BRONZE_RBIN("__radd__", add)
+  BRONZE_RBIN("__rsub__", rsub)
+  BRONZE_RBIN("__rmul__", mul)
+  BRONZE_RBIN("__rtruediv__", rdiv)
+#undef BRONZE_RBIN
+  cls.def("__neg__", [](const Tensor& a) { return mul(a, Scalar(std::int64_t{-1})); });
+  cls.def("__iadd__", [](Tensor& a, const Tensor& b) -> Tensor& { return a.copy_(add(a, b)); }, nb::rv_policy::none);
+  cls.def("__iadd__", [](Tensor& a, double b) -> Tensor& { return a.copy_(add(a, Scalar(b))); }, nb::rv_policy::none);
+  cls.def("__imul__", [](Tensor& a, const Tensor& b) -> Tensor& { return a.copy_(mul(a, b)); }, nb::rv_policy::none);
+  cls.def("__imul__", [](Tensor& a, double b) -> Tensor& { return a.copy_(mul(a, Scalar(b))); }, nb::rv_policy::none);
+
+  m.def("mm", &mm, nb::arg("a"), nb::arg("b"));
+  m.def("empty", &empty, nb::arg("shape"), nb::arg("dtype"), nb::arg("device") = nb::none());
+  m.def("_full", [](const Shape& s, double v, DType t, OptDevice d) { return full(s, v, t, d); });
+  m.def("_full", [](const Shape& s, std::int64_t v, DType t, OptDevice d) { return full(s, v, t, d); });
+  m.def("_arange", &arange);
+  m.def("_rand", &rand);
+  m.def("_randn", &randn);
+  m.def("_randint", &randint);
+  m.def("_from_array", &from_array, nb::arg("obj"));
+}
+
+}  // namespace bronze::py

@@ -1,0 +1,78 @@
+#include "backends/cpu/blas.hpp"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+
+#include "bronze/error.hpp"
+
+namespace bronze::cpu::blas {
+namespace {
+// CBLAS enum values (fixed by the CBLAS standard).
+constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
+using sgemm_t = void (*)(int, int, int, int, int, int, float, const float*, int, const float*,
+                         int, float, float*, int);
+using dgemm_t = void (*)(int, int, int, int, int, int, double, const double*, int,
+                         const double*, int, double, double*, int);
+
+struct Lib {
+  sgemm_t sgemm = nullptr;
+  dgemm_t dgemm = nullptr;
+  std::string status;
+};
+
+const Lib& lib() {
+  static const Lib l = [] {
+    Lib r;
+    std::string tried;
+    const char* env = std::getenv("BRONZE_BLAS_LIBRARY");
+    const char* names[] = {env, "libopenblas.so.0", "libopenblas.so", "libcblas.so.3",
+                           "libblas.so.3"};
+    for (const char* name : names) {
+      if (!name || !*name) continue;
+      void* h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+      if (!h) {
+        tried += std::string(tried.empty() ? "" : "; ") + name + ": not found";
+        continue;
+      }
+      auto s = reinterpret_cast<sgemm_t>(dlsym(h, "cblas_sgemm"));
+      auto d = reinterpret_cast<dgemm_t>(dlsym(h, "cblas_dgemm"));
+      if (s && d) {
+        r.sgemm = s;
+        r.dgemm = d;
+        r.status = name;
+        return r;
+      }
+      tried += std::string(tried.empty() ? "" : "; ") + name + ": no cblas_sgemm";
+      dlclose(h);
+    }
+    r.status = "no CBLAS library found (" + tried +
+               "); install libopenblas0 or set BRONZE_BLAS_LIBRARY";
+    return r;
+  }();
+  return l;
+}
+
+const Lib& need() {
+  const Lib& l = lib();
+  if (!l.sgemm) throw NotSupportedError("mm on the CPU needs a BLAS: " + l.status);
+  return l;
+}
+}  // namespace
+
+bool available() { return lib().sgemm != nullptr; }
+std::string status() { return lib().status; }
+
+void sgemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b,
+           int ldb, float* c, int ldc) {
+  need().sgemm(kRowMajor, ta ? kTrans : kNoTrans, tb ? kTrans : kNoTrans, m, n, k, 1.0f, a, lda,
+               b, ldb, 0.0f, c, ldc);
+}
+
+void dgemm(bool ta, bool tb, int m, int n, int k, const double* a, int lda, const double* b,
+           int ldb, double* c, int ldc) {
+  need().dgemm(kRowMajor, ta ? kTrans : kNoTrans, tb ? kTrans : kNoTrans, m, n, k, 1.0, a, lda,
+               b, ldb, 0.0, c, ldc);
+}
+
+}  // namespace bronze::cpu::blas

@@ -1,0 +1,189 @@
+#include "backends/cpu/cpu_device.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_event.hpp"
+#include "backends/cpu/cpu_kernels.hpp"
+#include "backends/cpu/cpu_stream.hpp"
+#include "backends/cpu/thread_pool.hpp"
+#include "bronze/error.hpp"
+
+namespace bronze::cpu {
+namespace {
+
+std::size_t read_number(const char* path) {
+  std::ifstream f(path);
+  std::string s;
+  if (!(f >> s) || s == "max") return 0;
+  try {
+    return static_cast<std::size_t>(std::stoull(s));
+  } catch (...) {
+    return 0;
+  }
+}
+
+std::string cpu_model() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      auto p = line.find(':');
+      if (p != std::string::npos) return line.substr(p + 2);
+    }
+  }
+  return "host CPU";
+}
+
+class CpuDevice final : public runtime::DeviceImpl {
+ public:
+  CpuDevice()
+      : allocator_("cpu:0", host_memory_limit(),
+                   runtime::AllocatorHooks{
+                       [](std::size_t n) -> void* {
+                         void* p = nullptr;
+                         // Page alignment: segments are large, and kernels vectorize.
+                         return posix_memalign(&p, 4096, n) == 0 ? p : nullptr;
+                       },
+                       [](void* p) { std::free(p); },
+                       [this] { synchronize(); },
+                       [](runtime::StreamImpl& s) {
+                         auto e = std::make_unique<CpuEvent>(false);
+                         e->record(s);
+                         return std::unique_ptr<runtime::EventImpl>(std::move(e));
+                       }}) {}
+
+  Device device() const override { return Device(DeviceType::CPU, 0); }
+
+  DeviceProperties properties() override {
+    DeviceProperties p;
+    p.name = cpu_model();
+    p.device = device();
+    p.total_memory = host_memory_limit();
+    p.recommended_max_memory = allocator_.recommended_max();
+    p.multiprocessor_count = ThreadPool::instance().size();
+    p.max_threads_per_threadgroup = 1024;
+    p.simd_width = 32;
+    p.host_visible = true;
+    return p;
+  }
+
+  runtime::CachingAllocator& allocator() override { return allocator_; }
+
+  std::shared_ptr<runtime::StreamImpl> default_stream() override {
+    std::lock_guard<std::mutex> g(mu_);
+    if (!default_) {
+      default_ = std::make_shared<CpuStream>(device());
+      streams_.push_back(default_);
+    }
+    return default_;
+  }
+
+  std::shared_ptr<runtime::StreamImpl> create_stream() override {
+    auto s = std::make_shared<CpuStream>(device());
+    std::lock_guard<std::mutex> g(mu_);
+    streams_.push_back(s);
+    return s;
+  }
+
+  void synchronize() override {
+    std::vector<std::shared_ptr<CpuStream>> live;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      for (auto it = streams_.begin(); it != streams_.end();) {
+        if (auto s = it->lock()) {
+          live.push_back(std::move(s));
+          ++it;
+        } else {
+          it = streams_.erase(it);
+        }
+      }
+    }
+    // Every stream is drained even when one reports a failure.
+    std::string errors;
+    for (auto& s : live) {
+      try {
+        s->synchronize();
+      } catch (const DeviceError& e) {
+        errors += errors.empty() ? e.what() : std::string("; ") + e.what();
+      }
+    }
+    if (!errors.empty()) throw DeviceError(errors);
+  }
+
+  std::unique_ptr<runtime::EventImpl> create_event(bool timing) override {
+    return std::make_unique<CpuEvent>(timing);
+  }
+
+  void fill(runtime::StreamImpl& s, const runtime::View& dst, Scalar v) override {
+    q(s).enqueue("fill", "fill", [dst, v] { kernels::fill(dst, v); });
+  }
+  void copy(runtime::StreamImpl& s, const runtime::View& dst, const runtime::View& src) override {
+    q(s).enqueue("copy", "copy", [dst, src] { kernels::copy(dst, src); });
+  }
+  void binary(runtime::StreamImpl& s, runtime::BinaryOp op, const runtime::View& out,
+              const runtime::View& a, const runtime::View& b) override {
+    q(s).enqueue(runtime::binary_op_name(op), "kernel",
+                 [op, out, a, b] { kernels::binary(op, out, a, b); });
+  }
+  void binary_scalar(runtime::StreamImpl& s, runtime::BinaryOp op, const runtime::View& out,
+                     const runtime::View& a, Scalar b) override {
+    q(s).enqueue(runtime::binary_op_name(op), "kernel",
+                 [op, out, a, b] { kernels::binary_scalar(op, out, a, b); });
+  }
+  void arange(runtime::StreamImpl& s, const runtime::View& out, double start, double step) override {
+    q(s).enqueue("arange", "fill", [out, start, step] { kernels::arange(out, start, step); });
+  }
+  void random(runtime::StreamImpl& s, const runtime::View& out, const runtime::RandomParams& p) override {
+    q(s).enqueue("philox", "random", [out, p] { kernels::random(out, p); });
+  }
+  void matmul(runtime::StreamImpl& s, const runtime::View& out, const runtime::View& a,
+              const runtime::View& b) override {
+    q(s).enqueue("mm", "kernel", [out, a, b] { kernels::matmul(out, a, b); });
+  }
+  void copy_from_host(runtime::StreamImpl& s, void* dst, const void* src, std::size_t n,
+                      std::shared_ptr<void> keep) override {
+    q(s).enqueue("copy_h2d", "copy", [dst, src, n, keep] { std::memcpy(dst, src, n); });
+  }
+  void copy_to_host(runtime::StreamImpl& s, void* dst, const void* src, std::size_t n,
+                    std::shared_ptr<void> keep) override {
+    q(s).enqueue("copy_d2h", "copy", [dst, src, n, keep] { std::memcpy(dst, src, n); });
+  }
+
+ private:
+  static CpuStream& q(runtime::StreamImpl& s) { return static_cast<CpuStream&>(s); }
+
+  runtime::CachingAllocator allocator_;
+  std::mutex mu_;
+  std::shared_ptr<CpuStream> default_;
+  std::vector<std::weak_ptr<CpuStream>> streams_;
+};
+
+}  // namespace
+
+std::size_t host_memory_limit() {
+  std::size_t total = 0;
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  std::size_t kb;
+  while (f >> key >> kb) {
+    if (key == "MemTotal:") {
+      total = kb * 1024;
+      break;
+    }
+    f.ignore(256, '\n');
+  }
+  for (const char* p : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+    std::size_t lim = read_number(p);
+    if (lim > 0 && (total == 0 || lim < total)) total = lim;
+  }
+  return total;
+}
+
+std::unique_ptr<runtime::DeviceImpl> make_device() { return std::make_unique<CpuDevice>(); }
+
+}  // namespace bronze::cpu

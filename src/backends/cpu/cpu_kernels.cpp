@@ -1,0 +1,259 @@
+#include "backends/cpu/cpu_kernels.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "backends/cpu/blas.hpp"
+#include "backends/cpu/dispatch.hpp"
+#include "backends/cpu/strided.hpp"
+#include "backends/cpu/thread_pool.hpp"
+#include "runtime/philox.hpp"
+
+namespace bronze::cpu::kernels {
+namespace {
+constexpr std::int64_t kGrain = 32768;
+
+template <typename T>
+T* typed(const View& v) {
+  return static_cast<T*>(v.data);
+}
+
+template <typename T>
+T scalar_as(Scalar v) {
+  if constexpr (std::is_same_v<T, bool>) return v.to_double() != 0.0;
+  else if constexpr (std::is_integral_v<T>) return static_cast<T>(v.to_int());
+  else return T(static_cast<acc_t<T>>(v.to_double()));
+}
+
+template <typename A>
+A apply(runtime::BinaryOp op, A x, A y) {
+  switch (op) {
+    case runtime::BinaryOp::Add: return x + y;
+    case runtime::BinaryOp::Sub: return x - y;
+    case runtime::BinaryOp::Mul: return x * y;
+    case runtime::BinaryOp::Div: return x / y;
+    case runtime::BinaryOp::RSub: return y - x;
+    case runtime::BinaryOp::RDiv: return y / x;
+  }
+  return x;
+}
+
+// Integer division by zero would trap the process: the tensor layer only
+// divides floating tensors, and this guards the rest.
+template <typename A>
+A apply_checked(runtime::BinaryOp op, A x, A y) {
+  if constexpr (std::is_integral_v<A>) {
+    if ((op == runtime::BinaryOp::Div && y == 0) || (op == runtime::BinaryOp::RDiv && x == 0))
+      throw ValueError("integer division by zero");
+  }
+  return apply(op, x, y);
+}
+}  // namespace
+
+void fill(const View& dst, Scalar v) {
+  dispatch(dst.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T value = scalar_as<T>(v);
+    T* p = typed<T>(dst);
+    StridedIter<1> it{dst.shape, {&dst.strides}};
+    bool contig = it.all_contiguous();
+    ThreadPool::instance().parallel_for(dst.numel(), kGrain, [&](std::int64_t b, std::int64_t e) {
+      if (contig) {
+        for (std::int64_t i = b; i < e; ++i) p[i] = value;
+      } else {
+        it.run(b, e, [&](std::int64_t, const std::array<std::int64_t, 1>& o) { p[o[0]] = value; });
+      }
+    });
+  });
+}
+
+void copy(const View& dst, const View& src) {
+  dispatch(dst.dtype, [&](auto dtag) {
+    using T = decltype(dtag);
+    dispatch(src.dtype, [&](auto stag) {
+      using S = decltype(stag);
+      T* d = typed<T>(dst);
+      const S* s = typed<S>(src);
+      StridedIter<2> it{dst.shape, {&dst.strides, &src.strides}};
+      bool contig = it.all_contiguous();
+      ThreadPool::instance().parallel_for(dst.numel(), kGrain, [&](std::int64_t b, std::int64_t e) {
+        if constexpr (std::is_same_v<T, S>) {
+          if (contig) {
+            std::memcpy(d + b, s + b, static_cast<std::size_t>(e - b) * sizeof(T));
+            return;
+          }
+        }
+        if (contig) {
+          for (std::int64_t i = b; i < e; ++i) d[i] = convert<T>(s[i]);
+        } else {
+          it.run(b, e, [&](std::int64_t, const std::array<std::int64_t, 2>& o) {
+            d[o[0]] = convert<T>(s[o[1]]);
+          });
+        }
+      });
+    });
+  });
+}
+
+void binary(runtime::BinaryOp op, const View& out, const View& a, const View& b) {
+  dispatch(out.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using A = std::conditional_t<std::is_same_v<T, bool>, int, acc_t<T>>;
+    T* o = typed<T>(out);
+    const T* x = typed<T>(a);
+    const T* y = typed<T>(b);
+    StridedIter<3> it{out.shape, {&out.strides, &a.strides, &b.strides}};
+    bool contig = it.all_contiguous();
+    ThreadPool::instance().parallel_for(out.numel(), kGrain, [&](std::int64_t lo, std::int64_t hi) {
+      if (contig && !std::is_integral_v<A>) {
+        for (std::int64_t i = lo; i < hi; ++i)
+          o[i] = static_cast<T>(apply(op, static_cast<A>(x[i]), static_cast<A>(y[i])));
+      } else {
+        it.run(lo, hi, [&](std::int64_t, const std::array<std::int64_t, 3>& f) {
+          o[f[0]] = static_cast<T>(apply_checked(op, static_cast<A>(x[f[1]]), static_cast<A>(y[f[2]])));
+        });
+      }
+    });
+  });
+}
+
+void binary_scalar(runtime::BinaryOp op, const View& out, const View& a, Scalar s) {
+  dispatch(out.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using A = std::conditional_t<std::is_same_v<T, bool>, int, acc_t<T>>;
+    const A y = std::is_integral_v<A> ? static_cast<A>(s.to_int()) : static_cast<A>(s.to_double());
+    T* o = typed<T>(out);
+    const T* x = typed<T>(a);
+    StridedIter<2> it{out.shape, {&out.strides, &a.strides}};
+    bool contig = it.all_contiguous();
+    if constexpr (std::is_integral_v<A>) {
+      if ((op == runtime::BinaryOp::Div && y == 0)) throw ValueError("integer division by zero");
+    }
+    ThreadPool::instance().parallel_for(out.numel(), kGrain, [&](std::int64_t lo, std::int64_t hi) {
+      if (contig && !std::is_integral_v<A>) {
+        for (std::int64_t i = lo; i < hi; ++i) o[i] = static_cast<T>(apply(op, static_cast<A>(x[i]), y));
+      } else {
+        it.run(lo, hi, [&](std::int64_t, const std::array<std::int64_t, 2>& f) {
+          o[f[0]] = static_cast<T>(apply_checked(op, static_cast<A>(x[f[1]]), y));
+        });
+      }
+    });
+  });
+}
+
+void arange(const View& out, double start, double step) {
+  dispatch(out.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* o = typed<T>(out);
+    ThreadPool::instance().parallel_for(out.numel(), kGrain, [&](std::int64_t b, std::int64_t e) {
+      for (std::int64_t i = b; i < e; ++i)
+        o[i] = convert<T>(start + static_cast<double>(i) * step);
+    });
+  });
+}
+
+namespace {
+// Box-Muller in double precision, rounded once to the output type: the CUDA
+// backend evaluates the same expression, so results agree to the last bit
+// unless two libms differ by more than the double's last-place error.
+inline void box_muller(philox::u32 x0, philox::u32 x1, double* n0, double* n1) {
+  double u1 = philox::uniform_f32_open0(x0);
+  double u2 = philox::uniform_f32(x1);
+  double r = std::sqrt(-2.0 * std::log(u1));
+  double theta = 6.283185307179586476925286766559 * u2;
+  *n0 = r * std::cos(theta);
+  *n1 = r * std::sin(theta);
+}
+}  // namespace
+
+void random(const View& out, const runtime::RandomParams& p) {
+  const std::uint64_t seed = p.philox.seed, base = p.philox.offset;
+  dispatch(out.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* o = typed<T>(out);
+    const bool wide = std::is_same_v<T, double> ||
+                      (p.kind == runtime::RandomKind::Int &&
+                       static_cast<std::uint64_t>(p.high - p.low) > 0xffffffffull);
+    const std::int64_t per = wide ? 2 : 4;
+    const std::int64_t nblocks = (out.numel() + per - 1) / per;
+    ThreadPool::instance().parallel_for(nblocks, kGrain / 4, [&](std::int64_t b, std::int64_t e) {
+      const std::int64_t n = out.numel();
+      for (std::int64_t blk = b; blk < e; ++blk) {
+        philox::U32x4 r = philox::block(seed, base + static_cast<std::uint64_t>(blk));
+        for (std::int64_t lane = 0; lane < per; ++lane) {
+          std::int64_t i = blk * per + lane;
+          if (i >= n) break;
+          double v = 0.0;
+          switch (p.kind) {
+            case runtime::RandomKind::Uniform:
+              v = wide ? philox::uniform_f64(r.v[2 * lane], r.v[2 * lane + 1])
+                       : static_cast<double>(philox::uniform_f32(r.v[lane]));
+              v = p.a + v * (p.b - p.a);
+              break;
+            case runtime::RandomKind::Normal: {
+              double n0, n1;
+              if (wide) {  // two doubles a block, each from its own word pair
+                box_muller(r.v[2 * lane], r.v[2 * lane + 1], &n0, &n1);
+              } else {
+                box_muller(r.v[lane & 2], r.v[(lane & 2) + 1], &n0, &n1);
+                if (lane & 1) n0 = n1;
+              }
+              v = p.a + p.b * n0;
+              break;
+            }
+            case runtime::RandomKind::Int: {
+              std::uint64_t range = static_cast<std::uint64_t>(p.high - p.low);
+              std::uint64_t x = wide ? ((static_cast<std::uint64_t>(r.v[2 * lane]) << 32) | r.v[2 * lane + 1])
+                                     : r.v[lane];
+              o[i] = convert<T>(static_cast<std::int64_t>(p.low + static_cast<std::int64_t>(x % range)));
+              continue;
+            }
+          }
+          o[i] = convert<T>(v);
+        }
+      }
+    });
+  });
+}
+
+namespace {
+// How a 2-D operand is laid out for BLAS: row-major with leading dimension,
+// or transposed (column-major). Anything else was made contiguous earlier.
+struct Operand {
+  bool trans;
+  int ld;
+};
+Operand layout(const View& v) {
+  if (v.strides[1] == 1 || v.shape[1] == 1) return {false, static_cast<int>(std::max<std::int64_t>(v.strides[0], v.shape[1]))};
+  return {true, static_cast<int>(std::max<std::int64_t>(v.strides[1], v.shape[0]))};
+}
+std::vector<float> to_f32(const View& v) {
+  std::vector<float> r(static_cast<std::size_t>(v.numel()));
+  View dst{r.data(), DType::Float32, v.shape, runtime::contiguous_strides(v.shape), nullptr};
+  copy(dst, v);
+  return r;
+}
+}  // namespace
+
+void matmul(const View& out, const View& a, const View& b) {
+  const int m = static_cast<int>(a.shape[0]), k = static_cast<int>(a.shape[1]),
+            n = static_cast<int>(b.shape[1]);
+  if (out.dtype == DType::Float32 || out.dtype == DType::Float64) {
+    Operand la = layout(a), lb = layout(b);
+    if (out.dtype == DType::Float32)
+      blas::sgemm(la.trans, lb.trans, m, n, k, typed<float>(a), la.ld, typed<float>(b), lb.ld,
+                  typed<float>(out), n);
+    else
+      blas::dgemm(la.trans, lb.trans, m, n, k, typed<double>(a), la.ld, typed<double>(b), lb.ld,
+                  typed<double>(out), n);
+    return;
+  }
+  // 16-bit formats: accumulate in float32, round once at the end.
+  std::vector<float> fa = to_f32(a), fb = to_f32(b), fc(static_cast<std::size_t>(m) * n);
+  blas::sgemm(false, false, m, n, k, fa.data(), k, fb.data(), n, fc.data(), n);
+  View src{fc.data(), DType::Float32, out.shape, runtime::contiguous_strides(out.shape), nullptr};
+  copy(out, src);
+}
+
+}  // namespace bronze::cpu::kernels

@@ -1,0 +1,102 @@
+#include "backends/cpu/cpu_stream.hpp"
+
+#include <exception>
+
+#include "bronze/error.hpp"
+#include "runtime/capture.hpp"
+#include "runtime/json_util.hpp"
+#include "runtime/profiler.hpp"
+
+namespace bronze::cpu {
+
+CpuStream::CpuStream(Device d) : device_(d), id_(runtime::next_stream_id()) {
+  worker_ = std::thread([this] { run(); });
+}
+
+CpuStream::~CpuStream() {
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    wait_idle(lock);
+    stop_ = true;
+  }
+  work_cv_.notify_all();
+  worker_.join();
+}
+
+void CpuStream::enqueue(std::string name, const char* category, std::function<void()> fn) {
+  if (runtime::capture::active())
+    runtime::capture::record("\"op\":" + runtime::json_quote(name) + ",\"category\":" +
+                             runtime::json_quote(category) + ",\"device\":" +
+                             runtime::json_quote(device_.str()) + ",\"stream\":" +
+                             std::to_string(id_));
+  bool serialize = runtime::prof::active() && runtime::prof::mode().serialize;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    queue_.push_back(Op{std::move(name), category, std::move(fn)});
+    ++submitted_;
+  }
+  work_cv_.notify_one();
+  if (serialize) {
+    std::unique_lock<std::mutex> lock(mu_);
+    wait_idle(lock);
+  }
+}
+
+void CpuStream::run() {
+  const std::string dev = device_.str();
+  for (;;) {
+    Op op;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stop_ and drained
+      op = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    const bool profiling = runtime::prof::active();
+    std::int64_t begin = profiling ? runtime::prof::now_ns() : 0;
+    std::string error;
+    try {
+      op.fn();
+    } catch (const std::exception& e) {
+      error = e.what();
+    } catch (...) {
+      error = "unknown exception";
+    }
+    if (profiling) {
+      runtime::prof::record_op(
+          {op.name, op.category, dev, id_, begin, runtime::prof::now_ns()});
+    }
+    op.fn = nullptr;  // release captured buffers before signalling completion
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      if (!error.empty() && error_count_++ == 0)
+        first_error_ = "'" + op.name + "' failed on " + dev + " stream " +
+                       std::to_string(id_) + ": " + error;
+      ++completed_;
+    }
+    done_cv_.notify_all();
+  }
+}
+
+void CpuStream::wait_idle(std::unique_lock<std::mutex>& lock) {
+  done_cv_.wait(lock, [&] { return completed_ == submitted_; });
+}
+
+void CpuStream::synchronize() {
+  std::unique_lock<std::mutex> lock(mu_);
+  wait_idle(lock);
+  if (error_count_ == 0) return;
+  std::string msg = "queued work " + first_error_;
+  if (error_count_ > 1) msg += " (and " + std::to_string(error_count_ - 1) + " later failures)";
+  first_error_.clear();
+  error_count_ = 0;
+  throw DeviceError(msg);
+}
+
+bool CpuStream::query() {
+  std::lock_guard<std::mutex> g(mu_);
+  return completed_ == submitted_;
+}
+
+}  // namespace bronze::cpu

@@ -1,0 +1,115 @@
+#include "backends/cpu/thread_pool.hpp"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <exception>
+
+namespace bronze::cpu {
+
+struct ThreadPool::Job {
+  const std::function<void(std::int64_t, std::int64_t)>* fn;
+  std::int64_t n, chunk;
+  std::atomic<std::int64_t> next{0};
+  std::atomic<std::int64_t> done{0};
+  std::mutex mu;
+  std::condition_variable cv;
+  std::exception_ptr error;
+};
+
+int available_cpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+ThreadPool& ThreadPool::instance() {
+  static ThreadPool* pool = [] {
+    int n = available_cpus();
+    if (const char* env = std::getenv("BRONZE_NUM_THREADS")) n = std::max(1, std::atoi(env));
+    return new ThreadPool(n);  // never destroyed: workers may be busy at exit
+  }();
+  return *pool;
+}
+
+ThreadPool::ThreadPool(int threads) {
+  for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker(); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+void ThreadPool::run_chunks(Job& job) {
+  for (;;) {
+    std::int64_t begin = job.next.fetch_add(job.chunk);
+    if (begin >= job.n) return;
+    std::int64_t end = std::min(job.n, begin + job.chunk);
+    try {
+      (*job.fn)(begin, end);
+    } catch (...) {
+      std::lock_guard<std::mutex> g(job.mu);
+      if (!job.error) job.error = std::current_exception();
+    }
+    if (job.done.fetch_add(end - begin) + (end - begin) == job.n) {
+      std::lock_guard<std::mutex> g(job.mu);
+      job.cv.notify_all();
+    }
+  }
+}
+
+void ThreadPool::worker() {
+  for (;;) {
+    std::shared_ptr<Job> job;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+      if (stop_) return;
+      job = jobs_.front();
+      // A job whose chunks are all taken leaves the queue; its stragglers finish.
+      if (job->next.load() + job->chunk >= job->n) jobs_.pop_front();
+    }
+    run_chunks(*job);
+  }
+}
+
+void ThreadPool::parallel_for(std::int64_t n, std::int64_t grain,
+                              const std::function<void(std::int64_t, std::int64_t)>& fn) {
+  if (n <= 0) return;
+  grain = std::max<std::int64_t>(1, grain);
+  if (workers_.empty() || n <= grain) {
+    fn(0, n);
+    return;
+  }
+  auto job = std::make_shared<Job>();
+  job->fn = &fn;
+  job->n = n;
+  // A few chunks per thread balance uneven work without much overhead.
+  std::int64_t chunks = std::min<std::int64_t>(n / grain, 4 * size());
+  job->chunk = (n + chunks - 1) / chunks;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    jobs_.push_back(job);
+  }
+  cv_.notify_all();
+  run_chunks(*job);
+  {
+    std::unique_lock<std::mutex> lock(job->mu);
+    job->cv.wait(lock, [&] { return job->done.load() == job->n; });
+  }
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    auto it = std::find(jobs_.begin(), jobs_.end(), job);
+    if (it != jobs_.end()) jobs_.erase(it);
+  }
+  if (job->error) std::rethrow_exception(job->error);
+}
+
+}  // namespace bronze::cpu

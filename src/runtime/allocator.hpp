@@ -1,0 +1,98 @@
+// The caching allocator, shared by every backend (the backend supplies the
+// raw "driver" allocation, device synchronization and stream markers).
+//
+// Sizes round up to 512 bytes. Requests up to 1 MiB come from 2 MiB segments
+// (the small pool); larger ones from segments of 20 MiB or the request
+// rounded to 2 MiB (the large pool). Blocks split on allocation and merge
+// with free neighbours on free. A cached block is reused only by the stream it
+// was allocated on, which orders the reuse after earlier work; a block used
+// on other streams (record_stream) returns to the cache only when markers
+// recorded on those streams at free time have completed.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "bronze/memory.hpp"
+#include "runtime/stream_impl.hpp"
+
+namespace bronze::runtime {
+
+struct Block;
+
+struct AllocatorHooks {
+  // Returns nullptr when the driver has no memory left.
+  std::function<void*(std::size_t)> raw_alloc;
+  std::function<void(void*)> raw_free;
+  // Waits for all work on the device (before memory goes back to the driver).
+  std::function<void()> synchronize;
+  // An event recorded now on `s` (for deferred reuse after cross-stream use).
+  std::function<std::unique_ptr<EventImpl>(StreamImpl& s)> record_marker;
+};
+
+class CachingAllocator {
+ public:
+  static constexpr std::size_t kMinBlock = 512;
+  static constexpr std::size_t kSmallRequest = 1 << 20;  // 1 MiB
+  static constexpr std::size_t kSmallSegment = 2 << 20;  // 2 MiB
+  static constexpr std::size_t kLargeSegment = 20 << 20;  // 20 MiB
+  static constexpr std::size_t kMinLargeAlloc = 10 << 20;
+  static constexpr std::size_t kRoundLarge = 2 << 20;
+
+  CachingAllocator(std::string device_name, std::size_t recommended_max, AllocatorHooks hooks);
+  ~CachingAllocator();
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
+
+  // Throws OutOfMemoryError over the limit (after emptying the cache once).
+  Block* allocate(std::size_t nbytes, StreamImpl& stream);
+  void free(Block* b);
+  void record_stream(Block* b, const std::shared_ptr<StreamImpl>& s);
+  static void* block_ptr(const Block* b);
+
+  void empty_cache();
+  MemoryStats stats() const;
+  void reset_peak_stats();
+  void set_memory_fraction(double fraction);  // validated by the caller
+  double memory_fraction() const;
+  std::size_t recommended_max() const { return recommended_max_; }
+
+  static std::size_t round_size(std::size_t n);
+  static std::size_t segment_size(std::size_t rounded);
+
+ private:
+  struct BlockLess {
+    bool operator()(const Block* a, const Block* b) const;
+  };
+  using Pool = std::set<Block*, BlockLess>;
+  struct PendingFree {
+    Block* block;
+    std::vector<std::unique_ptr<EventImpl>> markers;
+  };
+
+  Block* take_cached(std::size_t size, std::uint64_t stream);  // needs mu_
+  Block* new_segment(std::size_t size, std::uint64_t stream);  // needs mu_
+  Block* split(Block* b, std::size_t size);                    // needs mu_
+  void return_to_pool(Block* b);                               // needs mu_
+  void release_cached();                                       // needs mu_
+  void process_pending();                                      // needs mu_
+  std::size_t limit_bytes() const;                             // needs mu_
+  [[noreturn]] void throw_oom(std::size_t requested, std::size_t segment);  // needs mu_
+
+  std::string device_name_;
+  std::size_t recommended_max_;
+  AllocatorHooks hooks_;
+  mutable std::mutex mu_;
+  Pool small_, large_;
+  std::vector<PendingFree> pending_;
+  double fraction_ = 0.0;
+  MemoryStats st_;
+};
+
+}  // namespace bronze::runtime

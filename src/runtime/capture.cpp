@@ -1,0 +1,54 @@
+#include "runtime/capture.hpp"
+
+#include <fstream>
+#include <mutex>
+
+#include "bronze/error.hpp"
+#include "runtime/json_util.hpp"
+
+namespace bronze::runtime::capture {
+namespace detail {
+std::atomic<bool> g_active{false};
+}
+
+namespace {
+struct State {
+  std::mutex mu;
+  std::ofstream file;
+  std::string path;
+  std::uint64_t seq = 0;
+};
+State& state() {
+  static State* s = new State;
+  return *s;
+}
+}  // namespace
+
+void begin(const std::string& path) {
+  State& s = state();
+  std::lock_guard<std::mutex> g(s.mu);
+  if (active()) throw Error("a capture is already running (to '" + s.path + "')");
+  s.file.open(path, std::ios::binary | std::ios::trunc);
+  if (!s.file) throw Error("cannot open capture file '" + path + "'");
+  s.path = path;
+  s.seq = 0;
+  s.file << "{\"bronze_capture\":1}\n";
+  detail::g_active.store(true);
+}
+
+void end() {
+  State& s = state();
+  std::lock_guard<std::mutex> g(s.mu);
+  if (!active()) throw Error("no capture is running");
+  detail::g_active.store(false);
+  s.file.close();
+}
+
+void record(const std::string& fields) {
+  State& s = state();
+  std::lock_guard<std::mutex> g(s.mu);
+  if (!active()) return;
+  s.file << "{\"seq\":" << s.seq++ << "," << fields << "}\n";
+}
+
+}  // namespace bronze::runtime::capture

@@ -1,0 +1,21 @@
+// Command capture: while active, every command queued on any stream is
+// appended to a capture file (JSON lines: a header, then one object per
+// command) that `bronze capture show` lists.
+#pragma once
+
+#include <atomic>
+#include <string>
+
+namespace bronze::runtime::capture {
+
+namespace detail {
+extern std::atomic<bool> g_active;
+}
+inline bool active() { return detail::g_active.load(std::memory_order_relaxed); }
+
+void begin(const std::string& path);  // throws Error when one runs already
+void end();                           // throws Error when none runs
+// `fields` is the inside of a JSON object (`"k":v,...`) describing the command.
+void record(const std::string& fields);
+
+}  // namespace bronze::runtime::capture

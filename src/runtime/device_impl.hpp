@@ -1,0 +1,76 @@
+// One device of one backend: its allocator, generator, streams, events and
+// the handful of tensor kernels the tensor layer needs.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "bronze/device.hpp"
+#include "bronze/scalar.hpp"
+#include "runtime/allocator.hpp"
+#include "runtime/generator.hpp"
+#include "runtime/stream_impl.hpp"
+#include "runtime/view.hpp"
+
+namespace bronze::runtime {
+
+enum class BinaryOp { Add, Sub, Mul, Div, RSub, RDiv };
+const char* binary_op_name(BinaryOp op);
+
+enum class RandomKind { Uniform, Normal, Int };
+struct RandomParams {
+  RandomKind kind = RandomKind::Uniform;
+  double a = 0.0, b = 1.0;       // uniform [a, b) / normal (mean a, std b)
+  std::int64_t low = 0, high = 0;  // integers in [low, high)
+  PhiloxState philox;
+};
+
+class DeviceImpl {
+ public:
+  virtual ~DeviceImpl() = default;
+  virtual Device device() const = 0;
+  virtual DeviceProperties properties() = 0;
+  virtual CachingAllocator& allocator() = 0;
+  Generator& generator() { return generator_; }
+
+  virtual std::shared_ptr<StreamImpl> default_stream() = 0;
+  virtual std::shared_ptr<StreamImpl> create_stream() = 0;
+  // Waits for every stream of the device.
+  virtual void synchronize() = 0;
+  virtual std::unique_ptr<EventImpl> create_event(bool timing) = 0;
+
+  // Tensor kernels, queued on `s`. Views are on this device; the tensor layer
+  // has checked shapes and converted operands to the output dtype.
+  virtual void fill(StreamImpl& s, const View& dst, Scalar v) = 0;
+  virtual void copy(StreamImpl& s, const View& dst, const View& src) = 0;
+  virtual void binary(StreamImpl& s, BinaryOp op, const View& out, const View& a,
+                      const View& b) = 0;
+  virtual void binary_scalar(StreamImpl& s, BinaryOp op, const View& out, const View& a,
+                             Scalar b) = 0;
+  virtual void arange(StreamImpl& s, const View& out, double start, double step) = 0;
+  virtual void random(StreamImpl& s, const View& out, const RandomParams& p) = 0;
+  // out (m x n) = a (m x k) @ b (k x n), all of one floating dtype.
+  virtual void matmul(StreamImpl& s, const View& out, const View& a, const View& b) = 0;
+  // Host <-> device transfers of contiguous bytes, queued on `s`.
+  virtual void copy_from_host(StreamImpl& s, void* dst, const void* src, std::size_t n,
+                              std::shared_ptr<void> keepalive) = 0;
+  virtual void copy_to_host(StreamImpl& s, void* dst, const void* src, std::size_t n,
+                            std::shared_ptr<void> keepalive) = 0;
+
+ private:
+  Generator generator_;
+};
+
+// The device objects live for the whole process (never destroyed, so tensors
+// freed during interpreter shutdown still find their allocator).
+DeviceImpl& device_impl(const Device& d);
+// Resolves "no device given" to the current device.
+Device resolve(const std::optional<Device>& d);
+
+// Current stream of a device for the calling thread.
+std::shared_ptr<StreamImpl> current_stream(const Device& d);
+void set_current_stream(const std::shared_ptr<StreamImpl>& s);
+void set_current_device(const Device& d);
+
+}  // namespace bronze::runtime

@@ -1,0 +1,164 @@
+#include "runtime/profiler.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "bronze/error.hpp"
+#include "runtime/json_util.hpp"
+
+namespace bronze::runtime::prof {
+namespace detail {
+std::atomic<bool> g_active{false};
+}
+
+namespace {
+struct MemRecord {
+  std::string device;
+  const char* what;
+  std::size_t bytes, allocated, reserved;
+  std::int64_t ts_ns;
+};
+struct Session {
+  std::mutex mu;
+  Mode mode;
+  std::int64_t start_ns = 0;
+  std::vector<OpRecord> ops;
+  std::vector<MemRecord> mem;
+};
+Session& session() {
+  static Session* s = new Session;  // outlives static destructors
+  return *s;
+}
+
+std::string us(std::int64_t ns, std::int64_t origin) {
+  std::ostringstream o;
+  o.setf(std::ios::fixed);
+  o.precision(3);
+  o << static_cast<double>(ns - origin) / 1000.0;
+  return o.str();
+}
+}  // namespace
+
+Mode mode() {
+  Session& s = session();
+  std::lock_guard<std::mutex> g(s.mu);
+  return s.mode;
+}
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void record_op(OpRecord&& r) {
+  Session& s = session();
+  std::lock_guard<std::mutex> g(s.mu);
+  if (!active()) return;
+  s.ops.push_back(std::move(r));
+}
+
+void memory_event(const std::string& device, const char* what, std::size_t bytes,
+                  std::size_t allocated, std::size_t reserved) {
+  Session& s = session();
+  std::int64_t t = now_ns();
+  std::lock_guard<std::mutex> g(s.mu);
+  if (!active()) return;
+  s.mem.push_back({device, what, bytes, allocated, reserved, t});
+}
+
+void begin(Mode m) {
+  Session& s = session();
+  std::lock_guard<std::mutex> g(s.mu);
+  if (active()) throw Error("profiler is already running; call stop() first");
+  s.mode = m;
+  s.ops.clear();
+  s.mem.clear();
+  s.start_ns = now_ns();
+  detail::g_active.store(true);
+}
+
+std::string end(const std::string& path_arg) {
+  Session& s = session();
+  std::vector<OpRecord> ops;
+  std::vector<MemRecord> mem;
+  Mode m;
+  std::int64_t origin;
+  {
+    std::lock_guard<std::mutex> g(s.mu);
+    if (!active()) throw Error("profiler is not running; call start() first");
+    detail::g_active.store(false);
+    ops.swap(s.ops);
+    mem.swap(s.mem);
+    m = s.mode;
+    origin = s.start_ns;
+  }
+  std::string path = path_arg;
+  if (path.empty()) {
+    const char* env = std::getenv("BRONZE_TRACE_FILE");
+    path = env && *env ? env : "bronze-trace-" + std::to_string(::getpid()) + ".json";
+  }
+
+  // Chrome trace: one process per device, one thread per stream.
+  std::vector<std::string> devices;
+  auto pid_of = [&](const std::string& d) {
+    for (std::size_t i = 0; i < devices.size(); ++i)
+      if (devices[i] == d) return static_cast<int>(i) + 1;
+    devices.push_back(d);
+    return static_cast<int>(devices.size());
+  };
+  std::ostringstream out;
+  out << "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"generator\":\"bronze\"},\"traceEvents\":[";
+  bool first = true;
+  auto sep = [&]() -> std::ostream& {
+    if (!first) out << ",\n";
+    first = false;
+    return out;
+  };
+  std::set<std::pair<int, std::uint64_t>> threads;
+  for (const OpRecord& r : ops) {
+    int pid = pid_of(r.device);
+    threads.insert({pid, r.stream});
+    if (m.intervals)
+      sep() << "{\"name\":" << json_quote(r.name) << ",\"cat\":" << json_quote(r.category)
+            << ",\"ph\":\"X\",\"pid\":" << pid << ",\"tid\":" << r.stream
+            << ",\"ts\":" << us(r.begin_ns, origin) << ",\"dur\":" << us(r.end_ns, r.begin_ns)
+            << "}";
+    if (m.events)
+      sep() << "{\"name\":" << json_quote(r.name + " completed") << ",\"cat\":"
+            << json_quote(r.category) << ",\"ph\":\"i\",\"s\":\"t\",\"pid\":" << pid
+            << ",\"tid\":" << r.stream << ",\"ts\":" << us(r.end_ns, origin) << "}";
+  }
+  for (const MemRecord& r : mem) {
+    int pid = pid_of(r.device);
+    sep() << "{\"name\":\"memory\",\"ph\":\"C\",\"pid\":" << pid << ",\"ts\":"
+          << us(r.ts_ns, origin) << ",\"args\":{\"allocated\":" << r.allocated
+          << ",\"reserved\":" << r.reserved << "}}";
+    sep() << "{\"name\":" << json_quote(r.what) << ",\"cat\":\"memory\",\"ph\":\"i\",\"s\":\"p\",\"pid\":"
+          << pid << ",\"tid\":0,\"ts\":" << us(r.ts_ns, origin) << ",\"args\":{\"bytes\":" << r.bytes
+          << "}}";
+  }
+  for (std::size_t i = 0; i < devices.size(); ++i)
+    sep() << "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" << i + 1
+          << ",\"args\":{\"name\":" << json_quote("bronze " + devices[i]) << "}}";
+  for (const auto& [pid, tid] : threads)
+    sep() << "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" << pid << ",\"tid\":" << tid
+          << ",\"args\":{\"name\":\"stream " << tid << "\"}}";
+  out << "]}\n";
+
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) throw Error("profiler: cannot write trace file '" + path + "'");
+  f << out.str();
+  if (!f.flush()) throw Error("profiler: failed writing trace file '" + path + "'");
+  return path;
+}
+
+}  // namespace bronze::runtime::prof

@@ -1,0 +1,89 @@
+// Which devices exist, the current device, and each thread's current streams.
+#include <atomic>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include "backends/cpu/cpu_device.hpp"
+#include "bronze/error.hpp"
+#include "runtime/device_impl.hpp"
+
+namespace bronze::runtime {
+namespace {
+std::mutex g_mu;
+
+DeviceImpl& cpu_device() {
+  static DeviceImpl* d = cpu::make_device().release();  // lives for the process
+  return *d;
+}
+
+Device& current_slot() {
+  static Device d = [] {
+    const char* env = std::getenv("BRONZE_DEVICE");
+    if (env && *env) {
+      try {
+        return Device::parse(env);
+      } catch (const Error&) {
+        // A bad $BRONZE_DEVICE must not break import; the CPU stays current.
+      }
+    }
+    return Device(DeviceType::CPU, 0);
+  }();
+  return d;
+}
+
+// Per thread: the stream chosen for each device (absent: the default stream).
+thread_local std::map<std::pair<int, int>, std::shared_ptr<StreamImpl>> t_streams;
+}  // namespace
+
+std::uint64_t next_stream_id() {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1);
+}
+
+const char* binary_op_name(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Add: return "add";
+    case BinaryOp::Sub: return "sub";
+    case BinaryOp::Mul: return "mul";
+    case BinaryOp::Div: return "div";
+    case BinaryOp::RSub: return "rsub";
+    case BinaryOp::RDiv: return "rdiv";
+  }
+  return "binary";
+}
+
+DeviceImpl& device_impl(const Device& d) {
+  if (d.type == DeviceType::CPU) {
+    if (d.index != 0) throw ValueError("there is one CPU device, cpu:0; got " + d.str());
+    return cpu_device();
+  }
+  throw NotSupportedError("no CUDA device " + d.str() +
+                          ": this build of bronze has no CUDA backend yet");
+}
+
+Device resolve(const std::optional<Device>& d) {
+  if (d) return *d;
+  std::lock_guard<std::mutex> g(g_mu);
+  return current_slot();
+}
+
+void set_current_device(const Device& d) {
+  device_impl(d);  // validates
+  std::lock_guard<std::mutex> g(g_mu);
+  current_slot() = d;
+}
+
+std::shared_ptr<StreamImpl> current_stream(const Device& d) {
+  auto it = t_streams.find({static_cast<int>(d.type), d.index});
+  if (it != t_streams.end()) return it->second;
+  return device_impl(d).default_stream();
+}
+
+void set_current_stream(const std::shared_ptr<StreamImpl>& s) {
+  Device d = s->device();
+  t_streams[{static_cast<int>(d.type), d.index}] = s;
+}
+
+}  // namespace bronze::runtime

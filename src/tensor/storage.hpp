@@ -1,0 +1,33 @@
+// Tensor memory: a block of the device's caching allocator, or memory owned
+// by someone else (a NumPy array, a DLPack producer) kept alive by `release`.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+
+#include "bronze/device.hpp"
+#include "runtime/allocator.hpp"
+
+namespace bronze {
+
+struct StorageImpl {
+  Device device;
+  void* data = nullptr;
+  std::size_t nbytes = 0;
+  runtime::CachingAllocator* allocator = nullptr;  // set with block
+  runtime::Block* block = nullptr;
+  std::function<void()> release;  // external owner
+
+  StorageImpl() = default;
+  StorageImpl(const StorageImpl&) = delete;
+  StorageImpl& operator=(const StorageImpl&) = delete;
+  ~StorageImpl() {
+    if (block) allocator->free(block);
+    if (release) release();
+  }
+};
+
+// New storage of `nbytes` on `d`, ordered on the device's current stream.
+std::shared_ptr<StorageImpl> allocate_storage(const Device& d, std::size_t nbytes);
+
+}  // namespace bronze

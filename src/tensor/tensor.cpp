@@ -1,0 +1,330 @@
+// Tensor views, creation and host transfers. Arithmetic lives in ops.cpp.
+#include "bronze/tensor.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "bronze/error.hpp"
+#include "runtime/device_impl.hpp"
+#include "tensor/internal.hpp"
+#include "tensor/storage.hpp"
+
+namespace bronze {
+
+Shape contiguous_strides(const Shape& shape) { return runtime::contiguous_strides(shape); }
+
+std::shared_ptr<StorageImpl> allocate_storage(const Device& d, std::size_t nbytes) {
+  auto& dev = runtime::device_impl(d);
+  auto s = std::make_shared<StorageImpl>();
+  s->device = d;
+  s->nbytes = nbytes;
+  if (nbytes > 0) {
+    s->allocator = &dev.allocator();
+    s->block = dev.allocator().allocate(nbytes, *runtime::current_stream(d));
+    s->data = runtime::CachingAllocator::block_ptr(s->block);
+  }
+  return s;
+}
+
+Tensor::Tensor(std::shared_ptr<StorageImpl> storage, std::int64_t offset, Shape shape, Shape strides,
+               DType dtype)
+    : storage_(std::move(storage)), offset_(offset), shape_(std::move(shape)),
+      strides_(std::move(strides)), dtype_(dtype) {}
+
+Device Tensor::device() const {
+  if (!storage_) throw Error("tensor is undefined");
+  return storage_->device;
+}
+
+std::int64_t Tensor::numel() const {
+  return std::accumulate(shape_.begin(), shape_.end(), std::int64_t{1}, std::multiplies<>());
+}
+
+bool Tensor::is_contiguous() const { return detail::view_of(*this).contiguous(); }
+
+void* Tensor::data_ptr() const {
+  if (!storage_) throw Error("tensor is undefined");
+  if (!storage_->data) return nullptr;
+  return static_cast<char*>(storage_->data) + offset_ * static_cast<std::int64_t>(element_size());
+}
+
+Tensor Tensor::reshape(const Shape& shape) const {
+  Shape s = shape;
+  std::int64_t known = 1;
+  int infer = -1;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == -1) {
+      if (infer >= 0) throw ValueError("reshape: only one dimension can be -1");
+      infer = static_cast<int>(i);
+    } else if (s[i] < 0) {
+      throw ValueError("reshape: negative dimension " + std::to_string(s[i]));
+    } else {
+      known *= s[i];
+    }
+  }
+  if (infer >= 0) {
+    if (known == 0 || numel() % known != 0)
+      throw ValueError("reshape: cannot infer the -1 dimension for " + std::to_string(numel()) + " elements");
+    s[infer] = numel() / known;
+    known *= s[infer];
+  }
+  if (known != numel())
+    throw ValueError("reshape: shape has " + std::to_string(known) + " elements, tensor has " +
+                     std::to_string(numel()));
+  const Tensor& base = is_contiguous() ? *this : contiguous();
+  return Tensor(base.storage_, base.offset_, s, contiguous_strides(s), dtype_);
+}
+
+Tensor Tensor::t() const {
+  if (dim() != 2) throw ValueError("t() needs a 2-D tensor, got " + std::to_string(dim()) + "-D");
+  return Tensor(storage_, offset_, {shape_[1], shape_[0]}, {strides_[1], strides_[0]}, dtype_);
+}
+
+Tensor Tensor::contiguous() const {
+  if (is_contiguous()) return *this;
+  return clone();
+}
+
+Tensor Tensor::clone() const {
+  Tensor out = empty(shape_, dtype_, device());
+  out.copy_(*this);
+  return out;
+}
+
+Tensor Tensor::to(const Device& d) const {
+  if (d == device()) return *this;
+  Tensor out = empty(shape_, dtype_, d);
+  out.copy_(*this);
+  return out;
+}
+
+Tensor Tensor::to(DType t) const {
+  if (t == dtype_) return *this;
+  Tensor out = empty(shape_, t, device());
+  out.copy_(*this);
+  return out;
+}
+
+Tensor& Tensor::copy_(const Tensor& src) {
+  if (!defined() || !src.defined()) throw Error("copy_: tensor is undefined");
+  Shape bshape = detail::broadcast_shapes(shape_, src.shape_);
+  if (bshape != shape_)
+    throw ValueError("copy_: source of shape " + detail::shape_str(src.shape_) +
+                     " does not broadcast to " + detail::shape_str(shape_));
+  if (numel() == 0) return *this;
+  if (src.device() != device()) {
+    // Through the host: the source is read on its own stream, written on ours.
+    Tensor host_src = src.contiguous();
+    auto staging = std::make_shared<std::vector<std::uint8_t>>(host_src.nbytes());
+    detail::read_to_host(host_src, staging->data());
+    Tensor dst_tmp = empty(src.shape_, src.dtype_, device());
+    auto& dev = runtime::device_impl(device());
+    dev.copy_from_host(*runtime::current_stream(device()), dst_tmp.data_ptr(), staging->data(),
+                       staging->size(), staging);
+    return copy_(dst_tmp);
+  }
+  auto& dev = runtime::device_impl(device());
+  dev.copy(*runtime::current_stream(device()), detail::view_of(*this),
+           detail::expanded_view(src, shape_));
+  return *this;
+}
+
+Tensor& Tensor::fill_(Scalar v) {
+  if (numel() == 0) return *this;
+  runtime::device_impl(device()).fill(*runtime::current_stream(device()), detail::view_of(*this), v);
+  return *this;
+}
+
+namespace {
+Tensor& random_into(Tensor& t, runtime::RandomParams p, unsigned per_block) {
+  if (t.numel() == 0) return t;
+  Device d = t.device();
+  auto& dev = runtime::device_impl(d);
+  p.philox = dev.generator().reserve(static_cast<std::uint64_t>(t.numel()), per_block);
+  if (t.is_contiguous()) {
+    dev.random(*runtime::current_stream(d), detail::view_of(t), p);
+  } else {  // numbers are defined on the contiguous order
+    Tensor tmp = empty(t.shape(), t.dtype(), d);
+    dev.random(*runtime::current_stream(d), detail::view_of(tmp), p);
+    t.copy_(tmp);
+  }
+  return t;
+}
+}  // namespace
+
+Tensor& Tensor::uniform_(double from, double to) {
+  if (!is_floating(dtype_)) throw TypeError(std::string("uniform_ needs a floating tensor, got ") + dtype_name(dtype_));
+  if (!(from <= to)) throw ValueError("uniform_ expects from <= to");
+  runtime::RandomParams p;
+  p.kind = runtime::RandomKind::Uniform;
+  p.a = from;
+  p.b = to;
+  return random_into(*this, p, dtype_ == DType::Float64 ? 2 : 4);
+}
+
+Tensor& Tensor::normal_(double mean, double std) {
+  if (!is_floating(dtype_)) throw TypeError(std::string("normal_ needs a floating tensor, got ") + dtype_name(dtype_));
+  if (!(std >= 0.0)) throw ValueError("normal_ expects std >= 0, got " + std::to_string(std));
+  runtime::RandomParams p;
+  p.kind = runtime::RandomKind::Normal;
+  p.a = mean;
+  p.b = std;
+  return random_into(*this, p, dtype_ == DType::Float64 ? 2 : 4);
+}
+
+Tensor& Tensor::random_(std::int64_t low, std::int64_t high) {
+  if (high <= low)
+    throw ValueError("random_ expects low < high, got [" + std::to_string(low) + ", " + std::to_string(high) + ")");
+  runtime::RandomParams p;
+  p.kind = runtime::RandomKind::Int;
+  p.low = low;
+  p.high = high;
+  bool wide = dtype_ == DType::Float64 || static_cast<std::uint64_t>(high - low) > 0xffffffffull;
+  return random_into(*this, p, wide ? 2 : 4);
+}
+
+void Tensor::record_stream(const Stream& s) const {
+  if (storage_ && storage_->block) storage_->allocator->record_stream(storage_->block, s.shared_impl());
+}
+
+void Tensor::copy_to_host(void* dst) const {
+  if (nbytes() > 0) detail::read_to_host(contiguous(), dst);
+}
+
+std::vector<double> Tensor::to_double_vector() const {
+  Tensor c = to(DType::Float64).contiguous();
+  std::vector<double> out(static_cast<std::size_t>(c.numel()));
+  if (!out.empty()) detail::read_to_host(c, out.data());
+  return out;
+}
+
+double Tensor::item() const {
+  if (numel() != 1)
+    throw ValueError("item() needs a tensor with one element, got " + std::to_string(numel()));
+  return to_double_vector()[0];
+}
+
+// ---- creation ----
+
+Tensor empty(const Shape& shape, DType dtype, std::optional<Device> d) {
+  for (auto s : shape)
+    if (s < 0) throw ValueError("negative dimension " + std::to_string(s) + " in shape " + detail::shape_str(shape));
+  Device dev = runtime::resolve(d);
+  std::int64_t n = std::accumulate(shape.begin(), shape.end(), std::int64_t{1}, std::multiplies<>());
+  auto storage = allocate_storage(dev, static_cast<std::size_t>(n) * element_size(dtype));
+  return Tensor(std::move(storage), 0, shape, contiguous_strides(shape), dtype);
+}
+
+Tensor zeros(const Shape& shape, DType dtype, std::optional<Device> d) { return full(shape, 0, dtype, d); }
+Tensor ones(const Shape& shape, DType dtype, std::optional<Device> d) { return full(shape, 1, dtype, d); }
+
+Tensor full(const Shape& shape, Scalar value, DType dtype, std::optional<Device> d) {
+  Tensor t = empty(shape, dtype, d);
+  t.fill_(value);
+  return t;
+}
+
+Tensor arange(double start, double end, double step, DType dtype, std::optional<Device> d) {
+  if (step == 0.0) throw ValueError("arange: step must be nonzero");
+  if ((end - start) / step < 0) throw ValueError("arange: the step's sign does not lead from start to end");
+  auto n = static_cast<std::int64_t>(std::ceil((end - start) / step));
+  Tensor t = empty({n}, dtype, d);
+  if (n > 0) runtime::device_impl(t.device()).arange(*runtime::current_stream(t.device()), detail::view_of(t), start, step);
+  return t;
+}
+
+Tensor rand(const Shape& shape, DType dtype, std::optional<Device> d) {
+  Tensor t = empty(shape, dtype, d);
+  return t.uniform_(0.0, 1.0);
+}
+
+Tensor randn(const Shape& shape, DType dtype, std::optional<Device> d) {
+  Tensor t = empty(shape, dtype, d);
+  return t.normal_(0.0, 1.0);
+}
+
+Tensor randint(std::int64_t low, std::int64_t high, const Shape& shape, DType dtype, std::optional<Device> d) {
+  Tensor t = empty(shape, dtype, d);
+  return t.random_(low, high);
+}
+
+Tensor from_blob(void* data, const Shape& shape, const Shape& strides, DType dtype, Device d,
+                 std::function<void()> owner_release) {
+  Shape st = strides.empty() ? contiguous_strides(shape) : strides;
+  if (st.size() != shape.size()) throw ValueError("from_blob: shape and strides differ in length");
+  std::int64_t span = 1;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] < 0) throw ValueError("from_blob: negative dimension");
+    if (st[i] < 0) throw ValueError("from_blob: negative strides are not supported");
+    if (shape[i] == 0) span = 0;
+  }
+  if (span != 0)
+    for (std::size_t i = 0; i < shape.size(); ++i) span += (shape[i] - 1) * st[i];
+  auto s = std::make_shared<StorageImpl>();
+  s->device = d;
+  s->data = data;
+  s->nbytes = static_cast<std::size_t>(span) * element_size(dtype);
+  s->release = std::move(owner_release);
+  return Tensor(std::move(s), 0, shape, st, dtype);
+}
+
+Tensor from_host(const void* data, const Shape& shape, DType dtype, std::optional<Device> d) {
+  Tensor t = empty(shape, dtype, d);
+  if (t.nbytes() == 0) return t;
+  // Staged so the caller's buffer may go away before the queued copy runs.
+  auto staging = std::make_shared<std::vector<std::uint8_t>>(
+      static_cast<const std::uint8_t*>(data), static_cast<const std::uint8_t*>(data) + t.nbytes());
+  runtime::device_impl(t.device())
+      .copy_from_host(*runtime::current_stream(t.device()), t.data_ptr(), staging->data(), t.nbytes(), staging);
+  return t;
+}
+
+namespace detail {
+
+runtime::View view_of(const Tensor& t) {
+  return runtime::View{t.data_ptr(), t.dtype(), t.shape(), t.strides(), t.storage()};
+}
+
+runtime::View expanded_view(const Tensor& t, const Shape& shape) {
+  runtime::View v = view_of(t);
+  std::size_t lead = shape.size() - t.shape().size();
+  Shape st(shape.size(), 0);
+  for (std::size_t i = 0; i < t.shape().size(); ++i)
+    st[lead + i] = t.shape()[i] == 1 && shape[lead + i] != 1 ? 0 : t.strides()[i];
+  v.shape = shape;
+  v.strides = st;
+  return v;
+}
+
+Shape broadcast_shapes(const Shape& a, const Shape& b) {
+  std::size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    std::int64_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (x != y && x != 1 && y != 1)
+      throw ValueError("shapes " + shape_str(a) + " and " + shape_str(b) + " do not broadcast");
+    out[i] = x == 1 ? y : x;
+  }
+  return out;
+}
+
+std::string shape_str(const Shape& s) {
+  std::string r = "(";
+  for (std::size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + (s.size() == 1 ? ",)" : ")");
+}
+
+void read_to_host(const Tensor& contiguous, void* dst) {
+  Device d = contiguous.device();
+  auto& dev = runtime::device_impl(d);
+  // Producers may sit on any stream of the device: wait for all of them.
+  dev.synchronize();
+  auto stream = runtime::current_stream(d);
+  dev.copy_to_host(*stream, dst, contiguous.data_ptr(), contiguous.nbytes(), contiguous.storage());
+  stream->synchronize();
+}
+
+}  // namespace detail
+}  // namespace bronze
