@@ -1,0 +1,135 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "backends/cpu/cpu_stream.hpp"
+#include "bronze/bronze.hpp"
+
+using namespace std::chrono_literals;
+
+TEST(Device, ParseAndPrint) {
+  EXPECT_EQ(bronze::Device::parse("cpu"), bronze::Device(bronze::DeviceType::CPU, 0));
+  EXPECT_EQ(bronze::Device::parse("cuda:1"), bronze::Device(bronze::DeviceType::CUDA, 1));
+  EXPECT_EQ(bronze::Device::parse("cuda").str(), "cuda:0");
+  EXPECT_THROW(bronze::Device::parse("mps"), bronze::ValueError);
+  EXPECT_THROW(bronze::Device::parse("cuda:x"), bronze::ValueError);
+  EXPECT_THROW(bronze::Device::parse("cuda:"), bronze::ValueError);
+}
+
+TEST(Device, AvailabilityAndProperties) {
+  EXPECT_TRUE(bronze::is_available());
+  EXPECT_TRUE(bronze::is_available(bronze::DeviceType::CPU));
+  EXPECT_EQ(bronze::device_count(bronze::DeviceType::CPU), 1);
+  auto p = bronze::get_device_properties(bronze::Device());
+  EXPECT_FALSE(p.name.empty());
+  EXPECT_GT(p.total_memory, 0u);
+  EXPECT_LE(p.recommended_max_memory, p.total_memory);
+  EXPECT_TRUE(p.host_visible);
+  EXPECT_THROW(bronze::get_device_properties(bronze::Device(bronze::DeviceType::CPU, 3)), bronze::ValueError);
+}
+
+TEST(Device, CudaAbsentIsAClearError) {
+  if (bronze::is_available(bronze::DeviceType::CUDA)) GTEST_SKIP() << "a CUDA device is present";
+  EXPECT_EQ(bronze::device_count(bronze::DeviceType::CUDA), 0);
+  EXPECT_THROW(bronze::empty({4}, bronze::DType::Float32, bronze::Device(bronze::DeviceType::CUDA, 0)),
+               bronze::NotSupportedError);
+}
+
+namespace {
+bronze::cpu::CpuStream& cpu(const bronze::Stream& s) { return static_cast<bronze::cpu::CpuStream&>(s.impl()); }
+}  // namespace
+
+TEST(Stream, SynchronizeWaitsForQueuedWork) {
+  bronze::Stream s;
+  std::atomic<int> done{0};
+  cpu(s).enqueue("sleep", "test", [&] {
+    std::this_thread::sleep_for(50ms);
+    done = 1;
+  });
+  EXPECT_FALSE(s.query());
+  s.synchronize();
+  EXPECT_EQ(done.load(), 1);
+  EXPECT_TRUE(s.query());
+}
+
+TEST(Stream, QueuedFailureSurfacesAtSynchronizeOnce) {
+  bronze::Stream s;
+  cpu(s).enqueue("boom", "test", [] { throw std::runtime_error("kaput"); });
+  try {
+    s.synchronize();
+    FAIL() << "expected DeviceError";
+  } catch (const bronze::DeviceError& e) {
+    EXPECT_NE(std::string(e.what()).find("'boom'"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("kaput"), std::string::npos);
+  }
+  s.synchronize();  // reported once; the stream stays usable
+  std::atomic<bool> ran{false};
+  cpu(s).enqueue("after", "test", [&] { ran = true; });
+  s.synchronize();
+  EXPECT_TRUE(ran.load());
+}
+
+TEST(Stream, DeviceSynchronizeCoversAllStreams) {
+  bronze::Stream a, b;
+  std::atomic<int> n{0};
+  for (auto* s : {&a, &b})
+    cpu(*s).enqueue("sleep", "test", [&] {
+      std::this_thread::sleep_for(20ms);
+      ++n;
+    });
+  bronze::synchronize();
+  EXPECT_EQ(n.load(), 2);
+}
+
+TEST(Stream, CurrentStreamGuard) {
+  bronze::Stream s;
+  auto def = bronze::Stream::default_stream();
+  EXPECT_EQ(bronze::Stream::current(), def);
+  {
+    bronze::StreamGuard g(s);
+    EXPECT_EQ(bronze::Stream::current(), s);
+  }
+  EXPECT_EQ(bronze::Stream::current(), def);
+}
+
+TEST(Event, TimingMeasuresQueuedWork) {
+  bronze::Stream s;
+  bronze::Event start(true), end(true);
+  start.record(s);
+  cpu(s).enqueue("sleep", "test", [] { std::this_thread::sleep_for(30ms); });
+  end.record(s);
+  double ms = end.recorded() ? start.elapsed_time(end) : 0;
+  EXPECT_GE(ms, 29.0);
+  EXPECT_LT(ms, 2000.0);
+  EXPECT_TRUE(end.query());
+}
+
+TEST(Event, ErrorsWithoutTimingOrRecord) {
+  bronze::Event a(true), b(true), plain;
+  EXPECT_THROW(a.elapsed_time(b), bronze::Error);  // never recorded
+  EXPECT_TRUE(a.query());                          // torch: unrecorded events are complete
+  a.record();
+  plain.record();
+  EXPECT_THROW(a.elapsed_time(plain), bronze::Error);
+  b.record();
+  EXPECT_THROW(b.elapsed_time(a), bronze::Error);  // end before start
+  EXPECT_GE(a.elapsed_time(b), 0.0);
+}
+
+TEST(Event, WaitOrdersStreams) {
+  bronze::Stream producer, consumer;
+  std::atomic<int> value{0};
+  int seen = -1;
+  cpu(producer).enqueue("produce", "test", [&] {
+    std::this_thread::sleep_for(30ms);
+    value = 42;
+  });
+  bronze::Event e;
+  e.record(producer);
+  e.wait(consumer);
+  cpu(consumer).enqueue("consume", "test", [&] { seen = value.load(); });
+  consumer.synchronize();
+  EXPECT_EQ(seen, 42);
+}
