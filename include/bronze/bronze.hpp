@@ -9,5 +9,6 @@
 #include "bronze/profiler.hpp"
 #include "bronze/random.hpp"
 #include "bronze/scalar.hpp"
+#include "bronze/shader.hpp"
 #include "bronze/stream.hpp"
 #include "bronze/tensor.hpp"

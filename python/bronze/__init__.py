@@ -16,6 +16,9 @@ from . import errors
 from ._C import (  # noqa: F401  (re-exported API)
     DeviceProperties,
     Event,
+    Kernel,
+    Library,
+    compile_shader,
     Stream,
     Tensor,
     current_allocated_memory,

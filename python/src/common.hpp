@@ -12,6 +12,7 @@ namespace nb = nanobind;
 void bind_errors(nb::module_& m);
 void bind_runtime(nb::module_& m);
 void bind_tensor(nb::module_& m);
+void bind_shader(nb::module_& m);
 
 // Drops a Python reference from any thread: directly when this thread holds
 // the GIL, else deferred to the interpreter's main thread (a stream worker

@@ -5,4 +5,5 @@ NB_MODULE(_C, m) {
   bronze::py::bind_errors(m);
   bronze::py::bind_runtime(m);
   bronze::py::bind_tensor(m);
+  bronze::py::bind_shader(m);
 }

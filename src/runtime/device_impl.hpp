@@ -2,8 +2,10 @@
 // the handful of tensor kernels the tensor layer needs.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "bronze/device.hpp"
@@ -24,6 +26,24 @@ struct RandomParams {
   double a = 0.0, b = 1.0;       // uniform [a, b) / normal (mean a, std b)
   std::int64_t low = 0, high = 0;  // integers in [low, high)
   PhiloxState philox;
+};
+
+// A compiled kernel's launch, filled by the shader layer. Buffers point at
+// device memory; scalars are bytes in `inline_bytes`, referenced by offset.
+struct KernelLaunch {
+  std::string name;
+  const void* entry = nullptr;  // the backend's compiled function
+  bool cooperative = false;     // threads of a group must run together
+  struct Arg {
+    void* ptr = nullptr;
+    std::size_t inline_offset = SIZE_MAX;  // set: the argument is inline bytes
+  };
+  std::vector<Arg> args;
+  std::vector<std::uint8_t> inline_bytes;
+  std::uint32_t grid[3] = {1, 1, 1};
+  std::uint32_t group[3] = {1, 1, 1};
+  std::uint64_t threadgroup_bytes[8] = {};
+  std::vector<std::shared_ptr<void>> keepalive;  // buffers and the library
 };
 
 class DeviceImpl {
@@ -52,6 +72,7 @@ class DeviceImpl {
   virtual void random(StreamImpl& s, const View& out, const RandomParams& p) = 0;
   // out (m x n) = a (m x k) @ b (k x n), all of one floating dtype.
   virtual void matmul(StreamImpl& s, const View& out, const View& a, const View& b) = 0;
+  virtual void launch(StreamImpl& s, KernelLaunch&& l) = 0;
   // Host <-> device transfers of contiguous bytes, queued on `s`.
   virtual void copy_from_host(StreamImpl& s, void* dst, const void* src, std::size_t n,
                               std::shared_ptr<void> keepalive) = 0;

@@ -145,6 +145,11 @@ class CpuDevice final : public runtime::DeviceImpl {
               const runtime::View& b) override {
     q(s).enqueue("mm", "kernel", [out, a, b] { kernels::matmul(out, a, b); });
   }
+  void launch(runtime::StreamImpl& s, runtime::KernelLaunch&& l) override {
+    auto launch = std::make_shared<runtime::KernelLaunch>(std::move(l));
+    std::string name = launch->name;
+    q(s).enqueue(std::move(name), "shader", [launch] { kernels::run_jit_kernel(*launch); });
+  }
   void copy_from_host(runtime::StreamImpl& s, void* dst, const void* src, std::size_t n,
                       std::shared_ptr<void> keep) override {
     q(s).enqueue("copy_h2d", "copy", [dst, src, n, keep] { std::memcpy(dst, src, n); });

@@ -256,4 +256,38 @@ void matmul(const View& out, const View& a, const View& b) {
   copy(out, src);
 }
 
+namespace {
+// Mirrors bronze_launch in shader/metal/bronze_metal_dispatch.h (the ABI of
+// JIT-compiled entries).
+struct JitLaunch {
+  std::uint32_t grid[3], group[3], groups[3];
+  std::uint64_t tg_bytes[8];
+};
+using JitEntry = void (*)(void* const*, const JitLaunch*, std::uint64_t, std::uint64_t);
+}  // namespace
+
+void run_jit_kernel(const runtime::KernelLaunch& l) {
+  JitLaunch jl;
+  std::uint64_t groups = 1, per_group = 1;
+  for (int d = 0; d < 3; ++d) {
+    jl.grid[d] = l.grid[d];
+    jl.group[d] = l.group[d];
+    jl.groups[d] = (l.grid[d] + l.group[d] - 1) / l.group[d];
+    groups *= jl.groups[d];
+    per_group *= l.group[d];
+  }
+  std::memcpy(jl.tg_bytes, l.threadgroup_bytes, sizeof jl.tg_bytes);
+  std::vector<void*> args(l.args.size());
+  for (std::size_t i = 0; i < args.size(); ++i)
+    args[i] = l.args[i].inline_offset == SIZE_MAX
+                  ? l.args[i].ptr
+                  : const_cast<std::uint8_t*>(l.inline_bytes.data()) + l.args[i].inline_offset;
+  auto entry = reinterpret_cast<JitEntry>(const_cast<void*>(l.entry));
+  // Enough threads per chunk to amortize the hand-off; every group whole.
+  std::int64_t grain = l.cooperative ? 1 : std::max<std::int64_t>(1, 16384 / static_cast<std::int64_t>(per_group));
+  ThreadPool::instance().parallel_for(static_cast<std::int64_t>(groups), grain, [&](std::int64_t b, std::int64_t e) {
+    entry(args.data(), &jl, static_cast<std::uint64_t>(b), static_cast<std::uint64_t>(e));
+  });
+}
+
 }  // namespace bronze::cpu::kernels

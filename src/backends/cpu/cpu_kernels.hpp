@@ -17,5 +17,7 @@ void binary_scalar(runtime::BinaryOp op, const View& out, const View& a, Scalar 
 void arange(const View& out, double start, double step);
 void random(const View& out, const runtime::RandomParams& p);
 void matmul(const View& out, const View& a, const View& b);
+// Runs a kernel the CPU JIT compiled, its threadgroups spread over the pool.
+void run_jit_kernel(const runtime::KernelLaunch& l);
 
 }  // namespace bronze::cpu::kernels

@@ -24,7 +24,8 @@ CpuStream::~CpuStream() {
 }
 
 void CpuStream::enqueue(std::string name, const char* category, std::function<void()> fn) {
-  if (runtime::capture::active())
+  // Shader dispatches are captured by the shader layer, with their arguments.
+  if (runtime::capture::active() && std::string(category) != "shader")
     runtime::capture::record("\"op\":" + runtime::json_quote(name) + ",\"category\":" +
                              runtime::json_quote(category) + ",\"device\":" +
                              runtime::json_quote(device_.str()) + ",\"stream\":" +

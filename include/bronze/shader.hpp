@@ -1,0 +1,109 @@
+// Metal compute shaders compiled at run time, called like functions.
+//
+//   auto lib = bronze::compile_shader(R"(
+//     kernel void full(device float* out, constant float& val,
+//                      uint idx [[thread_position_in_grid]]) { out[idx] = val; })");
+//   auto t = bronze::empty({16});
+//   lib.kernel("full").dispatch({t, 3.14f});
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "bronze/device.hpp"
+#include "bronze/stream.hpp"
+#include "bronze/tensor.hpp"
+
+namespace bronze {
+
+enum class ParamKind { Buffer, Scalar, Attribute, ThreadgroupBuffer };
+
+// Reflection of one kernel parameter.
+struct KernelParam {
+  std::string name;
+  ParamKind kind = ParamKind::Buffer;
+  std::string type;        // element type (buffers) or value type, as written: "float", "float4", "Params"
+  bool read_only = false;  // constant address space or const-qualified
+  int binding = -1;        // position among the call's arguments (buffers and scalars)
+  int index = -1;          // [[buffer(n)]] / [[threadgroup(n)]] slot
+  std::string attribute;   // thread-position attribute name, for ParamKind::Attribute
+  std::size_t size = 0;    // sizeof(type) in bytes, as the compiler laid it out
+  bool indexed_by_grid = false;  // the body indexes it by thread_position_in_grid
+  int line = 0;
+};
+
+struct KernelInfo {
+  std::string name;  // the host name
+  std::vector<KernelParam> params;
+  bool cooperative = false;  // uses barriers or simdgroup functions
+  int line = 0;
+  int bindings() const;  // number of call arguments
+};
+
+// One argument of a dispatch: a tensor for buffers, a number or raw bytes
+// (a struct, a vector, an array) for scalars.
+using KernelArg = std::variant<Tensor, Scalar, std::vector<std::uint8_t>>;
+
+struct Dim3 {
+  std::uint32_t x = 1, y = 1, z = 1;
+  std::uint64_t count() const { return static_cast<std::uint64_t>(x) * y * z; }
+};
+
+struct DispatchOptions {
+  std::optional<Dim3> threads;     // default: numel of the first tensor argument
+  std::optional<Dim3> group_size;  // default: chosen from the kernel's limits
+  std::vector<std::uint64_t> threadgroup_memory;  // bytes of each [[threadgroup(n)]] buffer
+  std::optional<Stream> stream;    // default: the current stream of the device
+};
+
+namespace detail {
+struct LibraryImpl;
+}
+
+class Kernel {
+ public:
+  const KernelInfo& info() const;
+  const std::string& name() const { return info().name; }
+  int max_threads_per_threadgroup() const;
+  int thread_execution_width() const;
+  std::size_t static_thread_group_memory_length() const;
+  // Checks every argument and queues the grid; throws TypeError/ValueError
+  // before anything runs when an argument does not fit.
+  void dispatch(const std::vector<KernelArg>& args, const DispatchOptions& opts = {}) const;
+
+  Kernel(std::shared_ptr<detail::LibraryImpl> lib, int index) : lib_(std::move(lib)), index_(index) {}
+
+ private:
+  std::shared_ptr<detail::LibraryImpl> lib_;
+  int index_;
+};
+
+struct CompileOptions {
+  std::string language = "metal";  // "metal" (or "cuda" on the CUDA backend)
+  std::optional<Device> device;    // default: the current device
+  std::string filename = "shader.metal";  // names the source in error messages
+};
+
+class Library {
+ public:
+  std::vector<std::string> kernel_names() const;
+  bool has_kernel(const std::string& name) const;
+  // Throws KernelNotFoundError listing the kernels when there is none so named.
+  Kernel kernel(const std::string& name) const;
+  const std::string& hash() const;  // content hash of the compiled library
+  Device device() const;
+
+  explicit Library(std::shared_ptr<detail::LibraryImpl> impl) : impl_(std::move(impl)) {}
+
+ private:
+  std::shared_ptr<detail::LibraryImpl> impl_;
+};
+
+// Throws ShaderCompileError with the user's line and column on a bad shader.
+Library compile_shader(const std::string& source, const CompileOptions& options = {});
+
+}  // namespace bronze

@@ -1,0 +1,177 @@
+// compile_shader and callable kernels: lib.kernel(*args, threads=, group_size=).
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "bronze/error.hpp"
+#include "bronze/shader.hpp"
+#include "common.hpp"
+#include "shader/types.hpp"
+
+namespace bronze::py {
+namespace {
+
+Dim3 to_dim3(nb::handle h, const char* what) {
+  Dim3 d;
+  std::vector<std::int64_t> v;
+  if (PyLong_Check(h.ptr())) {
+    v.push_back(nb::cast<std::int64_t>(h));
+  } else if (PyTuple_Check(h.ptr()) || PyList_Check(h.ptr())) {
+    for (nb::handle x : h) {
+      if (!PyLong_Check(x.ptr())) throw TypeError(std::string(what) + " entries must be ints");
+      v.push_back(nb::cast<std::int64_t>(x));
+    }
+  } else {
+    throw TypeError(std::string(what) + " must be an int or a tuple of 1 to 3 ints");
+  }
+  if (v.empty() || v.size() > 3) throw ValueError(std::string(what) + " needs 1 to 3 dimensions");
+  for (auto x : v)
+    if (x < 0 || x > 0xffffffffll) throw ValueError(std::string(what) + " dimensions must be in [0, 2^32)");
+  d.x = static_cast<std::uint32_t>(v[0]);
+  if (v.size() > 1) d.y = static_cast<std::uint32_t>(v[1]);
+  if (v.size() > 2) d.z = static_cast<std::uint32_t>(v[2]);
+  return d;
+}
+
+Scalar to_scalar(nb::handle h, const std::string& label) {
+  if (PyBool_Check(h.ptr())) return Scalar(h.ptr() == Py_True);
+  if (PyIndex_Check(h.ptr())) {
+    long long v = PyLong_AsLongLong(nb::steal(PyNumber_Index(h.ptr())).ptr());
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      throw ValueError(label + ": integer out of the 64-bit range");
+    }
+    return Scalar(static_cast<std::int64_t>(v));
+  }
+  if (PyFloat_Check(h.ptr()) || PyNumber_Check(h.ptr())) {
+    double d = PyFloat_AsDouble(h.ptr());
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      throw TypeError(label + ": expected a number, got " + Py_TYPE(h.ptr())->tp_name);
+    }
+    return Scalar(d);
+  }
+  throw TypeError(label + ": expected a number, got " + Py_TYPE(h.ptr())->tp_name);
+}
+
+// A list/tuple of numbers, packed as the parameter's element type.
+std::vector<std::uint8_t> pack_list(nb::handle seq, const KernelParam& p, const std::string& label) {
+  shader::ScalarType st = shader::scalar_type(p.type);
+  if (!st.known) throw TypeError(label + ": a list needs a numeric parameter type, '" + p.type + "' is not; pass bytes");
+  std::vector<std::uint8_t> out;
+  for (nb::handle x : seq) shader::append_element(st, to_scalar(x, label), out);
+  if (out.empty()) throw ValueError(label + ": empty list");
+  return out;
+}
+
+KernelArg convert(nb::handle h, const KernelParam& p, nb::object& from_array) {
+  std::string label = "argument " + std::to_string(p.binding) + " ('" + p.name + "')";
+  if (nb::isinstance<Tensor>(h)) return nb::cast<Tensor>(h);
+  if (PyBytes_Check(h.ptr()) || PyByteArray_Check(h.ptr()) || PyMemoryView_Check(h.ptr())) {
+    nb::bytes b = nb::steal<nb::bytes>(PyBytes_FromObject(h.ptr()));
+    const auto* d = static_cast<const std::uint8_t*>(b.data());
+    return std::vector<std::uint8_t>(d, d + b.size());
+  }
+  if (p.kind == ParamKind::Buffer) {
+    if (PyList_Check(h.ptr()) || PyTuple_Check(h.ptr())) {
+      if (!p.read_only) throw TypeError(label + " is a writable buffer: pass a tensor, not a list");
+      return pack_list(h, p, label);
+    }
+    if (PyObject_HasAttrString(h.ptr(), "__dlpack__") || PyObject_HasAttrString(h.ptr(), "__array_interface__") ||
+        PyObject_CheckBuffer(h.ptr()))
+      return nb::cast<Tensor>(from_array(h));
+    throw TypeError(label + " is a buffer: expected a tensor or array, got " + Py_TYPE(h.ptr())->tp_name);
+  }
+  if (PyList_Check(h.ptr()) || PyTuple_Check(h.ptr())) return pack_list(h, p, label);
+  return to_scalar(h, label);
+}
+
+nb::dict param_dict(const KernelParam& p) {
+  static const char* kinds[] = {"buffer", "scalar", "attribute", "threadgroup"};
+  nb::dict d;
+  d["name"] = p.name;
+  d["kind"] = kinds[static_cast<int>(p.kind)];
+  d["type"] = p.type;
+  d["access"] = p.read_only ? "read" : "read_write";
+  d["binding"] = p.binding;
+  d["index"] = p.index;
+  d["attribute"] = p.attribute;
+  d["size"] = p.size;
+  return d;
+}
+}  // namespace
+
+void bind_shader(nb::module_& m) {
+  nb::class_<Kernel>(m, "Kernel", "A compiled compute kernel; call it like a function.")
+      .def_prop_ro("name", &Kernel::name)
+      .def_prop_ro("max_threads_per_threadgroup", &Kernel::max_threads_per_threadgroup)
+      .def_prop_ro("thread_execution_width", &Kernel::thread_execution_width)
+      .def_prop_ro("static_thread_group_memory_length", &Kernel::static_thread_group_memory_length)
+      .def_prop_ro("cooperative", [](const Kernel& k) { return k.info().cooperative; })
+      .def_prop_ro("params", [](const Kernel& k) {
+        nb::list l;
+        for (const auto& p : k.info().params) l.append(param_dict(p));
+        return l;
+      })
+      .def("__call__", [](const Kernel& k, nb::args args, nb::kwargs kwargs) {
+        const KernelInfo& ki = k.info();
+        std::vector<const KernelParam*> bound(ki.bindings(), nullptr);
+        for (const auto& p : ki.params)
+          if (p.binding >= 0) bound[p.binding] = &p;
+        if (args.size() != bound.size())
+          throw TypeError("kernel '" + ki.name + "' takes " + std::to_string(bound.size()) + " arguments, got " +
+                          std::to_string(args.size()));
+        DispatchOptions opt;
+        for (auto [key, value] : kwargs) {
+          std::string name = nb::cast<std::string>(key);
+          if (value.is_none()) continue;
+          if (name == "threads") opt.threads = to_dim3(value, "threads");
+          else if (name == "group_size") opt.group_size = to_dim3(value, "group_size");
+          else if (name == "stream") opt.stream = nb::cast<Stream>(value);
+          else if (name == "threadgroup_memory") opt.threadgroup_memory = nb::cast<std::vector<std::uint64_t>>(value);
+          else throw TypeError("kernel call got an unexpected keyword argument '" + name + "'");
+        }
+        nb::object from_array = nb::module_::import_("bronze._C").attr("_from_array");
+        std::vector<KernelArg> converted;
+        converted.reserve(args.size());
+        for (std::size_t i = 0; i < args.size(); ++i) converted.push_back(convert(args[i], *bound[i], from_array));
+        k.dispatch(converted, opt);
+      })
+      .def("__repr__", [](const Kernel& k) { return "<bronze.Kernel '" + k.name() + "'>"; });
+
+  nb::class_<Library>(m, "Library", "Kernels compiled from one shader source; kernels are attributes.")
+      .def("__getattr__", [](const Library& lib, const std::string& name) {
+        if (name.size() > 1 && name[0] == '_' && name[1] == '_') throw nb::attribute_error(name.c_str());
+        return lib.kernel(name);
+      })
+      .def("__dir__", [](const Library& lib) {
+        std::vector<std::string> names = lib.kernel_names();
+        for (const char* extra : {"kernel_names", "hash", "device"}) names.push_back(extra);
+        return names;
+      })
+      .def_prop_ro("kernel_names", &Library::kernel_names)
+      .def_prop_ro("hash", &Library::hash)
+      .def_prop_ro("device", &Library::device)
+      .def("__contains__", &Library::has_kernel)
+      .def("__repr__", [](const Library& lib) {
+        std::string s;
+        for (const auto& n : lib.kernel_names()) s += (s.empty() ? "" : ", ") + n;
+        return "<bronze.Library " + lib.hash() + " [" + s + "]>";
+      });
+
+  m.def("compile_shader", [](nb::handle source, const std::string& language, std::optional<Device> device,
+                             const std::string& filename) {
+    if (!PyUnicode_Check(source.ptr()))
+      throw TypeError(std::string("compile_shader needs the source as str, got ") + Py_TYPE(source.ptr())->tp_name);
+    std::string src = nb::cast<std::string>(source);
+    CompileOptions o;
+    o.language = language;
+    o.device = device;
+    o.filename = filename;
+    nb::gil_scoped_release g;  // compiles may take a while
+    return compile_shader(src, o);
+  }, nb::arg("source"), nb::arg("language") = "metal", nb::arg("device") = nb::none(),
+        nb::arg("filename") = "shader.metal");
+}
+
+}  // namespace bronze::py

@@ -1,0 +1,163 @@
+#include "jit/disk_cache.hpp"
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "bronze/error.hpp"
+#include "jit/sha256.hpp"
+
+namespace bronze::jit {
+namespace {
+constexpr char kMagic[4] = {'B', 'R', 'Z', '1'};
+constexpr std::size_t kTrailer = 32 + sizeof kMagic;
+
+bool mkdir_private(const std::string& path) {
+  if (::mkdir(path.c_str(), 0700) == 0) return true;
+  return errno == EEXIST;
+}
+
+bool mkdirs(const std::string& path) {
+  for (std::size_t p = 1; p <= path.size(); ++p)
+    if (p == path.size() || path[p] == '/')
+      if (!mkdir_private(path.substr(0, p))) return false;
+  return true;
+}
+
+bool read_file(const std::string& path, std::string& out) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return false;
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  out = ss.str();
+  return true;
+}
+}  // namespace
+
+DiskCache& DiskCache::instance() {
+  static DiskCache* c = new DiskCache;
+  return *c;
+}
+
+DiskCache::DiskCache() {
+  const char* max = std::getenv("BRONZE_CACHE_MAX_BYTES");
+  max_bytes_ = max ? std::strtoull(max, nullptr, 10) : (1ull << 30);
+  if (const char* off = std::getenv("BRONZE_CACHE_DISABLE"); off && *off && std::string(off) != "0") {
+    status_ = "disabled by BRONZE_CACHE_DISABLE";
+    return;
+  }
+  std::string dir;
+  if (const char* d = std::getenv("BRONZE_CACHE_DIR"); d && *d) dir = d;
+  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) dir = std::string(x) + "/bronze";
+  else if (const char* h = std::getenv("HOME"); h && *h) dir = std::string(h) + "/.cache/bronze";
+  else {
+    status_ = "off: no BRONZE_CACHE_DIR, XDG_CACHE_HOME or HOME";
+    return;
+  }
+  if (!mkdirs(dir)) {
+    status_ = "off: cannot create " + dir + ": " + std::strerror(errno);
+    return;
+  }
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    status_ = "off: " + dir + " is not a directory";
+    return;
+  }
+  if (st.st_uid != ::geteuid()) {
+    status_ = "off: " + dir + " belongs to another user";
+    return;
+  }
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+    status_ = "off: " + dir + " is writable by other users (chmod 700 it to enable the cache)";
+    return;
+  }
+  dir_ = dir;
+  enabled_ = true;
+  status_ = dir;
+}
+
+std::optional<std::string> DiskCache::lookup(const std::string& key, const std::string& suffix) {
+  if (!enabled_) return std::nullopt;
+  std::string path = dir_ + "/" + key + suffix;
+  std::string data;
+  if (!read_file(path, data)) return std::nullopt;
+  bool ok = data.size() > kTrailer && std::memcmp(data.data() + data.size() - sizeof kMagic, kMagic, sizeof kMagic) == 0;
+  if (ok) {
+    std::uint8_t digest[32];
+    Sha256().update(data.data(), data.size() - kTrailer).digest(digest);
+    ok = std::memcmp(digest, data.data() + data.size() - kTrailer, 32) == 0;
+  }
+  if (!ok) {  // truncated or corrupted: drop it, the caller rebuilds
+    ::unlink(path.c_str());
+    return std::nullopt;
+  }
+  return path;
+}
+
+std::string DiskCache::store(const std::string& key, const std::string& suffix, const std::string& tmp_path) {
+  if (!enabled_) return tmp_path;
+  std::string data;
+  if (!read_file(tmp_path, data)) throw Error("compile cache: cannot read " + tmp_path);
+  std::uint8_t digest[32];
+  Sha256().update(data).digest(digest);
+  {
+    std::ofstream f(tmp_path, std::ios::binary | std::ios::app);
+    f.write(reinterpret_cast<const char*>(digest), 32);
+    f.write(kMagic, sizeof kMagic);
+    if (!f.flush()) throw Error("compile cache: cannot write " + tmp_path);
+  }
+  std::string path = dir_ + "/" + key + suffix;
+  if (::rename(tmp_path.c_str(), path.c_str()) != 0)
+    throw Error("compile cache: cannot rename into " + path + ": " + std::strerror(errno));
+  trim();
+  return path;
+}
+
+std::string DiskCache::make_work_dir() {
+  std::string base = enabled_ ? dir_ : std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp");
+  std::string tmpl = base + "/bronze-build-XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  if (!::mkdtemp(buf.data())) throw Error("cannot create a build directory under " + base + ": " + std::strerror(errno));
+  return buf.data();
+}
+
+void DiskCache::trim() {
+  DIR* d = ::opendir(dir_.c_str());
+  if (!d) return;
+  struct Entry {
+    std::string path;
+    long long mtime;
+    unsigned long long size;
+  };
+  std::vector<Entry> entries;
+  unsigned long long total = 0;
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name.size() < 64) continue;  // only content-addressed entries
+    std::string p = dir_ + "/" + name;
+    struct stat st;
+    if (::stat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    entries.push_back({p, static_cast<long long>(st.st_mtime), static_cast<unsigned long long>(st.st_size)});
+    total += st.st_size;
+  }
+  ::closedir(d);
+  if (total <= max_bytes_) return;
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.mtime < b.mtime; });
+  for (const Entry& e : entries) {
+    if (total <= max_bytes_ * 3 / 4) break;
+    ::unlink(e.path.c_str());  // a loaded library stays mapped
+    total -= e.size;
+  }
+}
+
+}  // namespace bronze::jit

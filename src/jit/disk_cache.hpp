@@ -1,0 +1,39 @@
+// The on-disk compile cache: content-addressed entries under
+// $BRONZE_CACHE_DIR, else $XDG_CACHE_HOME/bronze, else ~/.cache/bronze.
+// The directory must be the user's own and closed to others (mode 0700):
+// bronze loads code from it, so a directory others can write is refused and
+// the cache is off. Entries are written to a temporary file and renamed, so
+// concurrent processes are safe; each ends with its SHA-256 and is checked on
+// every hit, so a truncated or corrupted entry is rebuilt.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace bronze::jit {
+
+class DiskCache {
+ public:
+  static DiskCache& instance();
+
+  bool enabled() const { return enabled_; }
+  const std::string& dir() const { return dir_; }
+  const std::string& status() const { return status_; }  // why it is off, or the path
+
+  // The path of a verified entry for `key` (ready to dlopen), if any.
+  std::optional<std::string> lookup(const std::string& key, const std::string& suffix);
+  // Moves the compiled file `tmp_path` into the cache; returns the entry's
+  // path (or `tmp_path` itself when the cache is off).
+  std::string store(const std::string& key, const std::string& suffix, const std::string& tmp_path);
+  // A fresh private directory for a compiler run (inside the cache when on).
+  std::string make_work_dir();
+
+ private:
+  DiskCache();
+  void trim();
+  bool enabled_ = false;
+  std::string dir_, status_;
+  unsigned long long max_bytes_;
+};
+
+}  // namespace bronze::jit

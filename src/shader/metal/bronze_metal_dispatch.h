@@ -1,0 +1,349 @@
+// Running a Metal grid on the host: the launch record bronze's runtime
+// passes in, the loops over threadgroups, and cooperative execution of a
+// threadgroup's threads as fibers, which gives threadgroup_barrier and the
+// simdgroup functions (32 lanes) their exact Metal semantics.
+#pragma once
+
+struct bronze_launch {
+  uint32_t grid[3];    // threads per grid
+  uint32_t group[3];   // threads per threadgroup
+  uint32_t groups[3];  // threadgroups per grid (rounded up)
+  uint64_t tg_bytes[8];  // sizes of [[threadgroup(n)]] buffers
+};
+
+template <class T> struct __remove_ref { typedef T type; };
+template <class T> struct __remove_ref<T&> { typedef T type; };
+
+namespace bronze_rt {
+struct ids {
+  uint3 tpig, tpitg, tgpig, tptg, tpg, tgpg;
+  uint tiitg, tiisg, sgiitg, tpsg, sgptg;
+};
+
+enum fiber_state { RUN, WAIT_TG, WAIT_SIMD, DONE };
+constexpr int kSimd = 32;
+constexpr int kSlot = 64;  // bytes a lane can exchange (up to a 4 x 64-bit vector)
+
+struct group_ctx {
+  int n = 0;
+  int cur = 0;
+  ucontext_t main;
+  ucontext_t* ctx = nullptr;
+  fiber_state* st = nullptr;
+  ids* id = nullptr;
+  unsigned char* xchg = nullptr;  // [simdgroup][parity][lane][kSlot]
+  int* parity = nullptr;          // per simdgroup
+  uint32_t* mask = nullptr;       // [simdgroup][parity]: lanes in the last collective
+  void (*invoke)(void*, const ids&) = nullptr;
+  void* fn = nullptr;
+};
+inline thread_local group_ctx* cur_group = nullptr;
+
+// Per-OS-thread buffers, grown as needed and kept for later launches.
+struct scratch {
+  char* p = nullptr;
+  size_t n = 0;
+  void* get(size_t bytes) {
+    if (bytes > n) {
+      __builtin_free(p);
+      p = (char*)__builtin_malloc(bytes);
+      n = bytes;
+    }
+    return p;
+  }
+};
+inline thread_local scratch tg_scratch[8];
+inline thread_local scratch fiber_scratch;
+constexpr size_t kFiberStack = 64 * 1024;
+
+inline void* tg_buffer(int index, const bronze_launch* L) { return tg_scratch[index].get(L->tg_bytes[index] ? L->tg_bytes[index] : 16); }
+
+inline void group_geometry(const bronze_launch* L, uint64_t g, ids& id, uint32_t actual[3]) {
+  uint32_t gx = (uint32_t)(g % L->groups[0]);
+  uint32_t gy = (uint32_t)((g / L->groups[0]) % L->groups[1]);
+  uint32_t gz = (uint32_t)(g / ((uint64_t)L->groups[0] * L->groups[1]));
+  id.tgpig = uint3(gx, gy, gz);
+  uint32_t gi[3] = {gx, gy, gz};
+  for (int d = 0; d < 3; ++d) {
+    uint32_t start = gi[d] * L->group[d];
+    uint32_t left = L->grid[d] - start;
+    actual[d] = left < L->group[d] ? left : L->group[d];  // partial groups at the grid's end
+  }
+  id.tptg = uint3(actual[0], actual[1], actual[2]);
+}
+
+inline void thread_ids(const bronze_launch* L, ids& id, uint32_t lx, uint32_t ly, uint32_t lz, const uint32_t a[3]) {
+  id.tpitg = uint3(lx, ly, lz);
+  id.tpig = uint3(id.tgpig.x * L->group[0] + lx, id.tgpig.y * L->group[1] + ly, id.tgpig.z * L->group[2] + lz);
+  id.tiitg = lx + a[0] * (ly + a[1] * lz);
+  id.tiisg = id.tiitg % kSimd;
+  id.sgiitg = id.tiitg / kSimd;
+}
+
+inline void init_fixed(const bronze_launch* L, ids& id) {
+  id.tpg = uint3(L->grid[0], L->grid[1], L->grid[2]);
+  id.tgpg = uint3(L->groups[0], L->groups[1], L->groups[2]);
+  id.tpsg = kSimd;
+}
+
+// Kernels without barriers or simdgroup functions: plain loops.
+template <class F>
+inline void run_groups(const bronze_launch* L, uint64_t g0, uint64_t g1, F&& f) {
+  ids id;
+  init_fixed(L, id);
+  for (uint64_t g = g0; g < g1; ++g) {
+    uint32_t a[3];
+    group_geometry(L, g, id, a);
+    uint32_t nthreads = a[0] * a[1] * a[2];
+    id.sgptg = (nthreads + kSimd - 1) / kSimd;
+    for (uint32_t lz = 0; lz < a[2]; ++lz)
+      for (uint32_t ly = 0; ly < a[1]; ++ly)
+        for (uint32_t lx = 0; lx < a[0]; ++lx) {
+          thread_ids(L, id, lx, ly, lz, a);
+          f(id);
+        }
+  }
+}
+
+inline void fiber_main(int index) {
+  group_ctx* g = cur_group;
+  g->invoke(g->fn, g->id[index]);
+  g->st[index] = DONE;  // uc_link returns to the scheduler
+}
+
+inline void yield_as(fiber_state s) {
+  group_ctx* g = cur_group;
+  g->st[g->cur] = s;
+  swapcontext(&g->ctx[g->cur], &g->main);
+}
+
+// Lanes of `sg` waiting at a collective are released together; mask records them.
+inline bool release_simd(group_ctx* g, int sg, bool only_if_complete) {
+  int lo = sg * kSimd, hi = lo + kSimd < g->n ? lo + kSimd : g->n;
+  uint32_t waiting = 0;
+  bool others = false;
+  for (int i = lo; i < hi; ++i) {
+    if (g->st[i] == WAIT_SIMD) waiting |= 1u << (i - lo);
+    else if (g->st[i] != DONE) others = true;
+  }
+  if (!waiting || (only_if_complete && others)) return false;
+  int p = g->parity[sg];
+  g->mask[sg * 2 + p] = waiting;
+  g->parity[sg] = p ^ 1;
+  for (int i = lo; i < hi; ++i)
+    if (waiting & (1u << (i - lo))) g->st[i] = RUN;
+  return true;
+}
+
+template <class F>
+inline void invoke_erased(void* fn, const ids& id) { (*(F*)fn)(id); }
+
+// Kernels with barriers or simdgroup functions: each threadgroup's threads
+// run as fibers on this OS thread, switching at every barrier/collective.
+template <class F>
+inline void run_groups_cooperative(const bronze_launch* L, uint64_t g0, uint64_t g1, F&& f) {
+  ids base;
+  init_fixed(L, base);
+  const uint32_t max_threads = L->group[0] * L->group[1] * L->group[2];
+  const int nsg = (int)((max_threads + kSimd - 1) / kSimd);
+  // One per-OS-thread block: contexts, states, ids, exchange slots, stacks.
+  const size_t n_ctx = sizeof(ucontext_t) * max_threads, n_st = sizeof(fiber_state) * max_threads,
+               n_id = sizeof(ids) * max_threads, n_x = (size_t)nsg * 2 * kSimd * kSlot;
+  auto round16 = [](size_t v) { return (v + 15) & ~(size_t)15; };
+  char* mem = (char*)fiber_scratch.get(round16(n_ctx) + round16(n_st) + round16(n_id) + n_x +
+                                       kFiberStack * max_threads);
+  ucontext_t* ctx = (ucontext_t*)mem;
+  fiber_state* st = (fiber_state*)(mem + round16(n_ctx));
+  ids* idv = (ids*)(mem + round16(n_ctx) + round16(n_st));
+  unsigned char* xchg = (unsigned char*)(mem + round16(n_ctx) + round16(n_st) + round16(n_id));
+  char* stacks = (char*)xchg + n_x;
+  int parity[32];
+  uint32_t mask[64];
+  group_ctx g;
+  g.ctx = ctx;
+  g.st = st;
+  g.id = idv;
+  g.xchg = xchg;
+  g.parity = parity;
+  g.mask = mask;
+  g.invoke = &invoke_erased<typename __remove_ref<F>::type>;
+  g.fn = (void*)&f;
+  group_ctx* saved = cur_group;
+  cur_group = &g;
+  for (uint64_t gi = g0; gi < g1; ++gi) {
+    uint32_t a[3];
+    ids id = base;
+    group_geometry(L, gi, id, a);
+    g.n = (int)(a[0] * a[1] * a[2]);
+    id.sgptg = (uint32_t)((g.n + kSimd - 1) / kSimd);
+    for (int s = 0; s < nsg; ++s) parity[s] = 0;
+    int k = 0;
+    for (uint32_t lz = 0; lz < a[2]; ++lz)
+      for (uint32_t ly = 0; ly < a[1]; ++ly)
+        for (uint32_t lx = 0; lx < a[0]; ++lx, ++k) {
+          thread_ids(L, id, lx, ly, lz, a);
+          idv[k] = id;
+          st[k] = RUN;
+          getcontext(&ctx[k]);
+          ctx[k].uc_stack.ss_sp = stacks + (size_t)k * kFiberStack;
+          ctx[k].uc_stack.ss_size = kFiberStack;
+          ctx[k].uc_link = &g.main;
+          makecontext(&ctx[k], (void (*)())fiber_main, 1, k);
+        }
+    for (;;) {
+      for (int i = 0; i < g.n; ++i) {
+        if (st[i] != RUN) continue;
+        g.cur = i;
+        swapcontext(&g.main, &ctx[i]);
+      }
+      bool done = true, all_tg = true;
+      for (int i = 0; i < g.n; ++i) {
+        if (st[i] != DONE) done = false;
+        if (st[i] != DONE && st[i] != WAIT_TG) all_tg = false;
+      }
+      if (done) break;
+      bool released = false;
+      for (int s = 0; s < (int)id.sgptg; ++s) released |= release_simd(&g, s, true);
+      if (released) continue;
+      if (all_tg) {
+        for (int i = 0; i < g.n; ++i)
+          if (st[i] == WAIT_TG) st[i] = RUN;
+        continue;
+      }
+      // Collectives in divergent code: the lanes that reached them are the active ones.
+      for (int s = 0; s < (int)id.sgptg; ++s) release_simd(&g, s, false);
+    }
+  }
+  cur_group = saved;
+}
+
+// Exchanges x among the simdgroup's active lanes; returns the lanes' slots
+// and the active mask.
+template <class T>
+inline const T* exchange(T x, uint32_t* active, uint* lane) {
+  static_assert(sizeof(T) <= kSlot, "simdgroup functions take values up to 64 bytes");
+  group_ctx* g = cur_group;
+  if (!g) {  // a kernel bronze did not recognise as cooperative
+    *active = 1;
+    *lane = 0;
+    static thread_local T single;
+    single = x;
+    return &single;
+  }
+  const ids& id = g->id[g->cur];
+  int sg = (int)id.sgiitg, p = g->parity[sg];
+  unsigned char* base = g->xchg + ((size_t)(sg * 2 + p) * kSimd) * kSlot;
+  __builtin_memcpy(base + id.tiisg * kSlot, &x, sizeof(T));
+  yield_as(WAIT_SIMD);
+  *active = g->mask[sg * 2 + p];
+  *lane = id.tiisg;
+  return (const T*)base;  // slot stride is kSlot bytes: use slot()
+}
+template <class T> inline const T& slot(const T* base, uint l) { return *(const T*)((const unsigned char*)base + l * kSlot); }
+}  // namespace bronze_rt
+
+enum class mem_flags { mem_none = 0, mem_device = 1, mem_threadgroup = 2, mem_texture = 4, mem_threadgroup_imageblock = 8 };
+inline mem_flags operator|(mem_flags a, mem_flags b) { return mem_flags(int(a) | int(b)); }
+namespace metal { using ::mem_flags; }
+
+inline void threadgroup_barrier(mem_flags = mem_flags::mem_none) {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  if (bronze_rt::cur_group) bronze_rt::yield_as(bronze_rt::WAIT_TG);
+}
+inline void simdgroup_barrier(mem_flags = mem_flags::mem_none) {
+  uint32_t m;
+  uint l;
+  bronze_rt::exchange(0, &m, &l);
+}
+
+namespace metal {
+#define BRONZE_SIMD_BEGIN(T, x)       \
+  uint32_t active;                  \
+  uint lane;                        \
+  const T* b = bronze_rt::exchange(x, &active, &lane);
+#define BRONZE_ACTIVE(l) (active & (1u << (l)))
+template <class T> inline T simd_sum(T x) {
+  BRONZE_SIMD_BEGIN(T, x)
+  T r = T(0);
+  for (uint l = 0; l < 32; ++l) if (BRONZE_ACTIVE(l)) r += bronze_rt::slot(b, l);
+  return r;
+}
+template <class T> inline T simd_product(T x) {
+  BRONZE_SIMD_BEGIN(T, x)
+  T r = T(1);
+  for (uint l = 0; l < 32; ++l) if (BRONZE_ACTIVE(l)) r *= bronze_rt::slot(b, l);
+  return r;
+}
+template <class T> inline T simd_max(T x) {
+  BRONZE_SIMD_BEGIN(T, x)
+  T r = x;
+  for (uint l = 0; l < 32; ++l) if (BRONZE_ACTIVE(l)) r = max(r, bronze_rt::slot(b, l));
+  return r;
+}
+template <class T> inline T simd_min(T x) {
+  BRONZE_SIMD_BEGIN(T, x)
+  T r = x;
+  for (uint l = 0; l < 32; ++l) if (BRONZE_ACTIVE(l)) r = min(r, bronze_rt::slot(b, l));
+  return r;
+}
+template <class T> inline T simd_prefix_exclusive_sum(T x) {
+  BRONZE_SIMD_BEGIN(T, x)
+  T r = T(0);
+  for (uint l = 0; l < lane; ++l) if (BRONZE_ACTIVE(l)) r += bronze_rt::slot(b, l);
+  return r;
+}
+template <class T> inline T simd_prefix_inclusive_sum(T x) {
+  BRONZE_SIMD_BEGIN(T, x)
+  T r = T(0);
+  for (uint l = 0; l <= lane; ++l) if (BRONZE_ACTIVE(l)) r += bronze_rt::slot(b, l);
+  return r;
+}
+template <class T> inline T simd_prefix_exclusive_product(T x) {
+  BRONZE_SIMD_BEGIN(T, x)
+  T r = T(1);
+  for (uint l = 0; l < lane; ++l) if (BRONZE_ACTIVE(l)) r *= bronze_rt::slot(b, l);
+  return r;
+}
+template <class T> inline T bronze_lane_or_self(const T* b, uint32_t active, uint l, T x) {
+  return l < 32 && (active & (1u << l)) ? bronze_rt::slot(b, l) : x;
+}
+template <class T> inline T simd_shuffle(T x, ushort src) { BRONZE_SIMD_BEGIN(T, x) return bronze_lane_or_self(b, active, src, x); }
+template <class T> inline T simd_broadcast(T x, ushort src) { BRONZE_SIMD_BEGIN(T, x) return bronze_lane_or_self(b, active, src, x); }
+template <class T> inline T simd_shuffle_down(T x, ushort d) { BRONZE_SIMD_BEGIN(T, x) return bronze_lane_or_self(b, active, lane + d, x); }
+template <class T> inline T simd_shuffle_up(T x, ushort d) { BRONZE_SIMD_BEGIN(T, x) return lane >= d ? bronze_lane_or_self(b, active, lane - d, x) : x; }
+template <class T> inline T simd_shuffle_xor(T x, ushort m) { BRONZE_SIMD_BEGIN(T, x) return bronze_lane_or_self(b, active, lane ^ m, x); }
+template <class T> inline T simd_shuffle_rotate_down(T x, ushort d) { BRONZE_SIMD_BEGIN(T, x) return bronze_lane_or_self(b, active, (lane + d) % 32, x); }
+template <class T> inline T simd_broadcast_first(T x) {
+  BRONZE_SIMD_BEGIN(T, x)
+  return bronze_lane_or_self(b, active, active ? (uint)__builtin_ctz(active) : 0u, x);
+}
+struct simd_vote {
+  typedef uint64_t vote_t;
+  vote_t v;
+  explicit operator vote_t() const { return v; }
+  bool all() const { return v == 0xffffffffull; }
+  bool any() const { return v != 0; }
+};
+inline simd_vote simd_ballot(bool pred) {
+  BRONZE_SIMD_BEGIN(bool, pred)
+  uint64_t r = 0;
+  for (uint l = 0; l < 32; ++l) if (BRONZE_ACTIVE(l) && bronze_rt::slot(b, l)) r |= 1ull << l;
+  return simd_vote{r};
+}
+inline bool simd_all(bool pred) {
+  BRONZE_SIMD_BEGIN(bool, pred)
+  for (uint l = 0; l < 32; ++l) if (BRONZE_ACTIVE(l) && !bronze_rt::slot(b, l)) return false;
+  return true;
+}
+inline bool simd_any(bool pred) {
+  BRONZE_SIMD_BEGIN(bool, pred)
+  for (uint l = 0; l < 32; ++l) if (BRONZE_ACTIVE(l) && bronze_rt::slot(b, l)) return true;
+  return false;
+}
+inline bool simd_is_first() {
+  BRONZE_SIMD_BEGIN(int, 0)
+  return active && lane == (uint)__builtin_ctz(active);
+}
+#undef BRONZE_SIMD_BEGIN
+#undef BRONZE_ACTIVE
+}  // namespace metal

@@ -1,0 +1,8 @@
+// The metal_stdlib emulation headers, embedded into libbronze at build time
+// (src/shader/metal/*.h) and written beside each kernel the CPU JIT compiles.
+#pragma once
+
+namespace bronze::shader::embedded {
+extern const char* const bronze_metal_h;
+extern const char* const bronze_metal_dispatch_h;
+}  // namespace bronze::shader::embedded

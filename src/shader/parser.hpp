@@ -1,0 +1,39 @@
+// Parses kernel signatures out of Metal source: kernels (plain and template
+// instantiations with [[host_name]]), their parameters with address spaces
+// and attributes, and whether each needs cooperative (barrier/simd) execution.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "bronze/shader.hpp"
+#include "shader/lexer.hpp"
+
+namespace bronze::shader {
+
+struct ParsedParam {
+  KernelParam info;
+  std::string cast_type;  // C++ type for the entry's cast, address spaces removed ("const float")
+  bool pointer = false;
+  bool reference = false;
+};
+
+struct ParsedKernel {
+  KernelInfo info;
+  std::string call;  // the C++ function to call: "full", "add<float>"
+  std::vector<ParsedParam> params;
+  std::vector<std::string> threadgroup_sizes;  // C++ size expressions of its threadgroup arrays
+};
+
+struct ParsedSource {
+  std::vector<Token> tokens;
+  std::vector<ParsedKernel> kernels;
+};
+
+// Throws ShaderCompileError (user file positions) on what it cannot accept.
+ParsedSource parse(const std::string& source, const std::string& filename);
+
+// Attribute name -> the field of bronze_rt::ids holding it, or nullptr.
+const char* attribute_field(const std::string& attribute);
+
+}  // namespace bronze::shader

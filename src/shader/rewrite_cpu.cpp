@@ -1,0 +1,128 @@
+#include "shader/rewrite_cpu.hpp"
+
+#include <algorithm>
+
+namespace bronze::shader {
+namespace {
+struct Edit {
+  std::size_t offset, length;
+  std::string text;
+};
+
+bool is_uint3_field(const std::string& f) {
+  return f == "tpig" || f == "tpitg" || f == "tgpig" || f == "tptg" || f == "tpg" || f == "tgpg";
+}
+
+int components(const std::string& type) {
+  char last = type.empty() ? ' ' : type.back();
+  return last == '2' ? 2 : last == '3' ? 3 : last == '4' ? 4 : 1;
+}
+
+std::string arg_expr(const ParsedParam& p) {
+  const KernelParam& k = p.info;
+  std::string b = std::to_string(k.binding);
+  switch (k.kind) {
+    case ParamKind::Buffer:
+      return p.pointer ? "(" + p.cast_type + "*)a[" + b + "]" : "*(" + p.cast_type + "*)a[" + b + "]";
+    case ParamKind::Scalar:
+      return p.pointer ? "(" + p.cast_type + "*)a[" + b + "]" : "*(" + p.cast_type + "*)a[" + b + "]";
+    case ParamKind::ThreadgroupBuffer:
+      return "(" + p.cast_type + "*)bronze_rt::tg_buffer(" + std::to_string(k.index) + ", L)";
+    case ParamKind::Attribute: {
+      std::string f = std::string("id.") + attribute_field(k.attribute);
+      if (!is_uint3_field(attribute_field(k.attribute))) return "(" + k.type + ")(" + f + ")";
+      int n = components(k.type);
+      if (n == 1) return "(" + k.type + ")(" + f + ".x)";
+      std::string e = k.type + "(" + f + ".x, " + f + ".y";
+      if (n >= 3) e += ", " + f + ".z";
+      return e + ")";
+    }
+  }
+  return "";
+}
+}  // namespace
+
+std::string rewrite_for_cpu(const std::string& src, const ParsedSource& ps, const std::string& filename) {
+  const auto& t = ps.tokens;
+  std::vector<Edit> edits;
+  auto blank = [&](const Token& tok) { edits.push_back({tok.offset, tok.text.size(), std::string(tok.text.size(), ' ')}); };
+  int depth = 0;
+  for (std::size_t i = 0; t[i].kind != Token::End; ++i) {
+    const Token& tok = t[i];
+    if (tok.kind == Token::Preproc) {
+      if (tok.text.find("include") != std::string::npos && tok.text.find("metal_") != std::string::npos) blank(tok);
+      continue;
+    }
+    if (tok.kind == Token::Number) {
+      char last = tok.text.back();
+      bool hex = tok.text.size() > 1 && (tok.text[1] == 'x' || tok.text[1] == 'X');
+      if ((last == 'h' || last == 'H') && !hex)  // half literal
+        edits.push_back({tok.offset, tok.text.size(), "((half)" + tok.text.substr(0, tok.text.size() - 1) + ")"});
+      continue;
+    }
+    if (tok.text == "{") ++depth;
+    if (tok.text == "}") --depth;
+    if (tok.text == "[" && t[i + 1].text == "[") {  // attribute group: blank it all
+      int d = 0;
+      std::size_t k = i;
+      for (; t[k].kind != Token::End; ++k) {
+        if (t[k].text == "[") ++d;
+        if (t[k].text == "]" && --d == 0) break;
+      }
+      for (std::size_t q = i; q <= k && t[q].kind != Token::End; ++q) blank(t[q]);
+      i = k;
+      continue;
+    }
+    if (tok.kind != Token::Ident) continue;
+    const std::string& x = tok.text;
+    if (x == "kernel" || x == "device" || x == "thread" || x == "threadgroup_imageblock") {
+      if (t[i + 1].text != "::") blank(tok);
+    } else if (x == "constant") {
+      edits.push_back({tok.offset, tok.text.size(), "const   "});
+    } else if (x == "threadgroup") {
+      std::size_t k = i + 1;
+      while (t[k].kind != Token::End && t[k].text != "*" && t[k].text != "&" && t[k].text != ";" &&
+             t[k].text != "[" && t[k].text != "=" && t[k].text != "(" && t[k].text != ")" && t[k].text != ",")
+        ++k;
+      bool variable = depth > 0 && t[k].text != "*" && t[k].text != "&" && t[k].text != ")" && t[k].text != ",";
+      if (variable) edits.push_back({tok.offset, tok.text.size(), "static thread_local"});
+      else blank(tok);
+    }
+  }
+  std::sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) { return a.offset < b.offset; });
+  std::string body;
+  std::size_t pos = 0;
+  for (const Edit& e : edits) {
+    if (e.offset < pos) continue;
+    body.append(src, pos, e.offset - pos);
+    body += e.text;
+    pos = e.offset + e.length;
+  }
+  body.append(src, pos, std::string::npos);
+
+  std::string out = "#line 1 \"" + filename + "\"\n" + body + "\n#line 1 \"bronze-entry.cpp\"\n";
+  for (std::size_t k = 0; k < ps.kernels.size(); ++k) {
+    const ParsedKernel& pk = ps.kernels[k];
+    std::string n = std::to_string(k);
+    std::string args;
+    std::vector<const ParsedParam*> bound(pk.info.bindings(), nullptr);
+    for (const ParsedParam& p : pk.params) {
+      args += (args.empty() ? "" : ", ") + arg_expr(p);
+      if (p.info.binding >= 0) bound[p.info.binding] = &p;
+    }
+    out += "extern \"C\" void bronze_entry_" + n +
+           "(void* const* a, const bronze_launch* L, uint64_t g0, uint64_t g1) {\n"
+           "  (void)a;\n"
+           "  auto f = [&](const bronze_rt::ids& id) { (void)id; " + pk.call + "(" + args + "); };\n"
+           "  bronze_rt::" + (pk.info.cooperative ? "run_groups_cooperative" : "run_groups") + "(L, g0, g1, f);\n}\n";
+    out += "extern \"C\" const unsigned long long bronze_sizes_" + n + "[] = {";
+    for (const ParsedParam* p : bound) out += "sizeof(" + p->info.type + "), ";
+    out += "0};\n";
+    std::string tg = "0";
+    for (const std::string& e : pk.threadgroup_sizes) tg += " + " + e;
+    out += "extern \"C\" const unsigned long long bronze_tgmem_" + n + " = " + tg + ";\n";
+  }
+  return out;
+}
+
+}  // namespace bronze::shader

@@ -1,0 +1,18 @@
+// Metal source -> C++ for the host compiler: address spaces and attributes
+// are blanked in place (same lines and columns, so compiler messages point
+// into the user's source via #line), threadgroup variables become per-thread
+// statics (one OS thread runs one threadgroup at a time), and an extern "C"
+// entry per kernel runs a range of threadgroups.
+#pragma once
+
+#include <string>
+
+#include "shader/parser.hpp"
+
+namespace bronze::shader {
+
+// Entry symbols: bronze_entry_<i>, bronze_sizes_<i> (sizeof of each binding's
+// type), bronze_tgmem_<i> (static threadgroup bytes), i = kernel index.
+std::string rewrite_for_cpu(const std::string& source, const ParsedSource& parsed, const std::string& filename);
+
+}  // namespace bronze::shader

@@ -1,0 +1,109 @@
+#include "shader/types.hpp"
+
+#include <cstring>
+
+#include "bronze/error.hpp"
+
+namespace bronze::shader {
+
+ScalarType scalar_type(const std::string& type_in) {
+  std::string t = type_in;
+  for (const char* prefix : {"metal::", "::", "packed_", "atomic_"})
+    if (t.rfind(prefix, 0) == 0) t = t.substr(std::strlen(prefix));
+  if (t.rfind("atomic<", 0) == 0 && t.back() == '>') t = t.substr(7, t.size() - 8);
+  ScalarType st;
+  char last = t.empty() ? ' ' : t.back();
+  if (last >= '2' && last <= '4') {
+    std::string base = t.substr(0, t.size() - 1);
+    if (base != "int" && base != "uint" && base != "int1" && base != "int3") {
+      // "int32_t"/"uint64_t" end in digits but are scalars; vectors are name+N.
+      st = scalar_type(base);
+      if (st.known) st.lanes = last - '0';
+      if (st.known) return st;
+    } else if (t == "int2" || t == "int3" || t == "int4" || t == "uint2" || t == "uint3" || t == "uint4") {
+      st = scalar_type(base);
+      st.lanes = last - '0';
+      return st;
+    }
+  }
+  static const struct {
+    const char* name;
+    DType dtype;
+    bool is_unsigned;
+  } table[] = {
+      {"float", DType::Float32, false},   {"half", DType::Float16, false},    {"bfloat", DType::BFloat16, false},
+      {"double", DType::Float64, false},  {"int", DType::Int32, false},       {"int32_t", DType::Int32, false},
+      {"uint", DType::Int32, true},       {"uint32_t", DType::Int32, true},   {"unsigned", DType::Int32, true},
+      {"short", DType::Int16, false},     {"int16_t", DType::Int16, false},   {"ushort", DType::Int16, true},
+      {"uint16_t", DType::Int16, true},   {"char", DType::Int8, false},       {"int8_t", DType::Int8, false},
+      {"uchar", DType::UInt8, true},      {"uint8_t", DType::UInt8, true},    {"bool", DType::Bool, false},
+      {"long", DType::Int64, false},      {"int64_t", DType::Int64, false},   {"ulong", DType::Int64, true},
+      {"uint64_t", DType::Int64, true},   {"size_t", DType::Int64, true},
+  };
+  for (const auto& e : table)
+    if (t == e.name) {
+      st.known = true;
+      st.dtype = e.dtype;
+      st.is_unsigned = e.is_unsigned;
+      return st;
+    }
+  return st;
+}
+
+void check_buffer_dtype(const KernelParam& p, DType t, const std::string& label) {
+  ScalarType st = scalar_type(p.type);
+  if (!st.known) return;  // structs, void: any bytes
+  bool ok = t == st.dtype || (element_size(t) == element_size(st.dtype) && !is_floating(t) && !is_floating(st.dtype));
+  if (!ok)
+    throw TypeError(label + " needs a tensor of " + dtype_name(st.dtype) + " elements, got " + dtype_name(t));
+}
+
+void append_element(const ScalarType& st, const Scalar& v, std::vector<std::uint8_t>& out) {
+  std::uint8_t buf[8];
+  std::size_t n = element_size(st.dtype);
+  switch (st.dtype) {
+    case DType::Float32: {
+      float f = static_cast<float>(v.to_double());
+      std::memcpy(buf, &f, 4);
+      break;
+    }
+    case DType::Float64: {
+      double d = v.to_double();
+      std::memcpy(buf, &d, 8);
+      break;
+    }
+    case DType::Float16: {
+      std::uint16_t h = Half::from_float(static_cast<float>(v.to_double()));
+      std::memcpy(buf, &h, 2);
+      break;
+    }
+    case DType::BFloat16: {
+      std::uint16_t b = BFloat16::from_float(static_cast<float>(v.to_double()));
+      std::memcpy(buf, &b, 2);
+      break;
+    }
+    case DType::Bool:
+      buf[0] = v.to_double() != 0.0;
+      break;
+    default: {
+      // Integers: a float argument is truncated, as a C++ conversion would.
+      std::int64_t i = v.is_integral() ? v.to_int() : static_cast<std::int64_t>(v.to_double());
+      std::memcpy(buf, &i, n);  // little-endian: the low bytes
+      break;
+    }
+  }
+  out.insert(out.end(), buf, buf + n);
+}
+
+std::vector<std::uint8_t> pack_scalar(const KernelParam& p, const Scalar& v, const std::string& label) {
+  ScalarType st = scalar_type(p.type);
+  if (!st.known)
+    throw TypeError(label + " is not a number type: pass its bytes (" + std::to_string(p.size) + " bytes)");
+  std::vector<std::uint8_t> out;
+  for (int i = 0; i < st.lanes; ++i) append_element(st, v, out);
+  // Padded vectors (float3 is 16 bytes): fill to the compiled size.
+  if (p.size > out.size()) out.resize(p.size, 0);
+  return out;
+}
+
+}  // namespace bronze::shader

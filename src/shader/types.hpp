@@ -1,0 +1,32 @@
+// Metal type names as kernels write them, mapped to bronze dtypes: which
+// tensors a buffer accepts, and how a number becomes a scalar's bytes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "bronze/dtype.hpp"
+#include "bronze/scalar.hpp"
+#include "bronze/shader.hpp"
+
+namespace bronze::shader {
+
+struct ScalarType {
+  bool known = false;
+  DType dtype = DType::Float32;  // storage dtype (uint -> int32: same bits)
+  bool is_unsigned = false;
+  int lanes = 1;  // float4 -> 4
+};
+// "float", "metal::half4", "atomic_uint", "packed_float3" ...
+ScalarType scalar_type(const std::string& type);
+
+// Throws TypeError when a tensor of `t` cannot back the buffer parameter.
+void check_buffer_dtype(const KernelParam& p, DType t, const std::string& label);
+// The bytes of `v` as the parameter's type (vectors splat); TypeError when
+// the type is not numeric (a struct: pass bytes).
+std::vector<std::uint8_t> pack_scalar(const KernelParam& p, const Scalar& v, const std::string& label);
+// One element of the parameter's element type, appended to `out`.
+void append_element(const ScalarType& st, const Scalar& v, std::vector<std::uint8_t>& out);
+
+}  // namespace bronze::shader
