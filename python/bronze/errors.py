@@ -33,7 +33,20 @@ class NotSupportedError(BronzeError):
 
 
 class ShaderCompileError(BronzeError, SyntaxError):
-    """A shader did not compile; the message points into the user's source."""
+    """A shader did not compile; the message points into the user's source.
+
+    lineno/offset: the line and column in the shader source (None when the
+    compiler gave none).
+    """
+
+    def __init__(self, message, lineno=None, offset=None):
+        SyntaxError.__init__(self, message)
+        self.msg = message
+        self.lineno = lineno
+        self.offset = offset
+
+    def __str__(self):
+        return self.msg
 
 
 class KernelNotFoundError(BronzeError, AttributeError):

@@ -59,11 +59,7 @@ void bind_errors(nb::module_& m) {
       nb::object exc = nb::borrow(oom)(e.what(), e.requested(), e.allocated(), e.reserved(), e.limit());
       PyErr_SetObject(oom, exc.ptr());
     } catch (const ShaderCompileError& e) {
-      nb::object exc = nb::borrow(compile)(e.what());
-      if (e.line() > 0) {
-        exc.attr("lineno") = e.line();
-        exc.attr("offset") = e.column();
-      }
+      nb::object exc = e.line() > 0 ? nb::borrow(compile)(e.what(), e.line(), e.column()) : nb::borrow(compile)(e.what());
       PyErr_SetObject(compile, exc.ptr());
     } catch (const KernelNotFoundError& e) {
       raise(notfound, e.what());

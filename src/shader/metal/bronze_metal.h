@@ -50,6 +50,9 @@ template <class T> struct vec_traits { typedef T elem; static constexpr int n = 
 template <class T, int N> struct vec_traits<vec<T, N>> { typedef T elem; static constexpr int n = N; };
 
 // A swizzle (v.xy, v.zyx): a view over the vector's storage.
+template <class T, int S, int... I> struct swz;
+template <class U> struct bronze_not_swz { typedef int type; };
+template <class T, int S, int... I> struct bronze_not_swz<swz<T, S, I...>> {};
 template <class T, int S, int... I>
 struct swz {
   T s_[S];
@@ -66,11 +69,16 @@ struct swz {
   template <class U> swz& operator-=(const U& o) { return *this = result(*this) - o; }
   template <class U> swz& operator*=(const U& o) { return *this = result(*this) * o; }
   template <class U> swz& operator/=(const U& o) { return *this = result(*this) / o; }
-#define BRONZE_SWZ_OP(op)                                                                                     \
-  template <class U> friend auto operator op(const swz& a, const U& b) -> decltype(result(a) op b) { return result(a) op b; } \
-  template <class U, class = typename __enable_if_nonswz<U>::type>                                            \
-  friend auto operator op(const U& b, const swz& a) -> decltype(b op result(a)) { return b op result(a); }
-  template <class U> struct __enable_if_nonswz { typedef int type; };
+#define BRONZE_SWZ_OP(op)                                                                          \
+  template <class U, class = typename bronze_not_swz<U>::type>                                      \
+  friend auto operator op(const swz& a, const U& b) -> decltype(result(a) op b) { return result(a) op b; } \
+  template <class U, class = typename bronze_not_swz<U>::type>                                      \
+  friend auto operator op(const U& b, const swz& a) -> decltype(b op result(a)) { return b op result(a); } \
+  template <int S2, int... J>                                                                        \
+  friend auto operator op(const swz& a, const swz<T, S2, J...>& b)                                   \
+      -> decltype(result(a) op typename swz<T, S2, J...>::result(b)) {                               \
+    return result(a) op typename swz<T, S2, J...>::result(b);                                        \
+  }
   BRONZE_SWZ_OP(+) BRONZE_SWZ_OP(-) BRONZE_SWZ_OP(*) BRONZE_SWZ_OP(/)
   BRONZE_SWZ_OP(<) BRONZE_SWZ_OP(>) BRONZE_SWZ_OP(<=) BRONZE_SWZ_OP(>=) BRONZE_SWZ_OP(==) BRONZE_SWZ_OP(!=)
 #undef BRONZE_SWZ_OP
