@@ -61,6 +61,7 @@ std::vector<std::uint8_t> pack_list(nb::handle seq, const KernelParam& p, const 
   std::vector<std::uint8_t> out;
   for (nb::handle x : seq) shader::append_element(st, to_scalar(x, label), out);
   if (out.empty()) throw ValueError(label + ": empty list");
+  if (st.lanes > 1 && out.size() < p.size) out.resize(p.size, 0);  // uint3 is padded to 16 bytes
   return out;
 }
 

@@ -18,7 +18,7 @@ const Attr kAttributes[] = {
     {"thread_position_in_threadgroup", "tpitg"},
     {"threadgroup_position_in_grid", "tgpig"},
     {"threads_per_threadgroup", "tptg"},
-    {"dispatch_threads_per_threadgroup", "tptg"},
+    {"dispatch_threads_per_threadgroup", "dtptg"},
     {"threads_per_grid", "tpg"},
     {"threadgroups_per_grid", "tgpg"},
     {"thread_index_in_threadgroup", "tiitg"},

@@ -10,7 +10,7 @@ struct Edit {
 };
 
 bool is_uint3_field(const std::string& f) {
-  return f == "tpig" || f == "tpitg" || f == "tgpig" || f == "tptg" || f == "tpg" || f == "tgpg";
+  return f == "tpig" || f == "tpitg" || f == "tgpig" || f == "tptg" || f == "dtptg" || f == "tpg" || f == "tgpg";
 }
 
 int components(const std::string& type) {

@@ -166,9 +166,13 @@ struct vec : vec_base<T, N> {
 };
 
 // packed_T3 etc.: no padding (12 bytes for packed_float3).
+template <class T, int N> struct packed_base;
+template <class T> struct packed_base<T, 2> { union { T s[2]; struct { T x, y; }; }; };
+template <class T> struct packed_base<T, 3> { union { T s[3]; struct { T x, y, z; }; }; };
+template <class T> struct packed_base<T, 4> { union { T s[4]; struct { T x, y, z, w; }; }; };
 template <class T, int N>
-struct packed_vec {
-  union { T s[N]; struct { T x, y, z, w; }; };
+struct packed_vec : packed_base<T, N> {
+  using packed_base<T, N>::s;
   packed_vec() { for (int i = 0; i < N; ++i) s[i] = T(0); }
   packed_vec(const vec<T, N>& v) { for (int i = 0; i < N; ++i) s[i] = v.s[i]; }  // NOLINT
   template <class... A> packed_vec(const A&... a) : packed_vec(vec<T, N>(a...)) {}
@@ -302,9 +306,11 @@ template <> struct numeric_limits<half> {
 };
 template <> struct numeric_limits<int> { static int max() { return 2147483647; } static int lowest() { return -2147483647 - 1; } static int min() { return -2147483647 - 1; } };
 template <> struct numeric_limits<uint> { static uint max() { return 4294967295u; } static uint lowest() { return 0; } static uint min() { return 0; } };
-}  // namespace metal
 namespace fast { using namespace metal; }
 namespace precise { using namespace metal; }
+}  // namespace metal
+namespace fast = metal::fast;
+namespace precise = metal::precise;
 
 #define INFINITY (__builtin_inff())
 #define NAN (__builtin_nanf(""))
@@ -327,37 +333,46 @@ namespace metal {
 template <class T> using atomic = bronze_atomic<T>;
 }
 
-template <class T, class U> inline T atomic_load_explicit(volatile bronze_atomic<T>* a, memory_order) { return __atomic_load_n(&a->v, __ATOMIC_RELAXED); }
-template <class T, class U> inline void atomic_store_explicit(volatile bronze_atomic<T>* a, U x, memory_order) { __atomic_store_n(&a->v, T(x), __ATOMIC_RELAXED); }
-template <class T> inline T atomic_load_explicit(bronze_atomic<T>* a, memory_order) { return __atomic_load_n(&a->v, __ATOMIC_RELAXED); }
-template <class T, class U> inline void atomic_store_explicit(bronze_atomic<T>* a, U x, memory_order) { __atomic_store_n(&a->v, T(x), __ATOMIC_RELAXED); }
-template <class T, class U> inline T atomic_exchange_explicit(bronze_atomic<T>* a, U x, memory_order) { return __atomic_exchange_n(&a->v, T(x), __ATOMIC_RELAXED); }
+// The generic __atomic builtins work for float as well as the integers.
+template <class T> inline T atomic_load_explicit(bronze_atomic<T>* a, memory_order) {
+  T v;
+  __atomic_load(&a->v, &v, __ATOMIC_RELAXED);
+  return v;
+}
+template <class T, class U> inline void atomic_store_explicit(bronze_atomic<T>* a, U x, memory_order) {
+  T v = T(x);
+  __atomic_store(&a->v, &v, __ATOMIC_RELAXED);
+}
+template <class T, class U> inline T atomic_exchange_explicit(bronze_atomic<T>* a, U x, memory_order) {
+  T v = T(x), old;
+  __atomic_exchange(&a->v, &v, &old, __ATOMIC_RELAXED);
+  return old;
+}
 template <class T, class U>
 inline bool atomic_compare_exchange_weak_explicit(bronze_atomic<T>* a, T* expected, U desired, memory_order, memory_order) {
-  return __atomic_compare_exchange_n(&a->v, expected, T(desired), true, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+  T d = T(desired);
+  return __atomic_compare_exchange(&a->v, expected, &d, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
-#define BRONZE_ATOMIC_RMW(name, builtin, fop)                                                      \
-  template <class T, class U> inline T name(bronze_atomic<T>* a, U x, memory_order) {              \
-    if constexpr (sizeof(T) == 4 && (T)0.5 != 0) { /* float: CAS loop */                              \
-      T old = __atomic_load_n(&a->v, __ATOMIC_RELAXED);                                             \
-      while (!__atomic_compare_exchange_n(&a->v, &old, fop, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {} \
-      return old;                                                                                   \
-    } else {                                                                                        \
-      return builtin(&a->v, T(x), __ATOMIC_RELAXED);                                                \
-    }                                                                                               \
-  }
-BRONZE_ATOMIC_RMW(atomic_fetch_add_explicit, __atomic_fetch_add, old + T(x))
-BRONZE_ATOMIC_RMW(atomic_fetch_sub_explicit, __atomic_fetch_sub, old - T(x))
-#undef BRONZE_ATOMIC_RMW
-template <class T, class U> inline T atomic_fetch_max_explicit(bronze_atomic<T>* a, U x, memory_order) {
-  T old = __atomic_load_n(&a->v, __ATOMIC_RELAXED);
-  while (old < T(x) && !__atomic_compare_exchange_n(&a->v, &old, T(x), true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+// Read-modify-write as a compare-exchange loop on any T; f(old) gives the new value.
+template <class T, class F> inline T bronze_atomic_rmw(bronze_atomic<T>* a, F f) {
+  T old = atomic_load_explicit(a, memory_order_relaxed);
+  T next = f(old);
+  while (!__atomic_compare_exchange(&a->v, &old, &next, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) next = f(old);
   return old;
+}
+template <class T, class U> inline T atomic_fetch_add_explicit(bronze_atomic<T>* a, U x, memory_order) {
+  if constexpr (T(0.5) != T(0)) return bronze_atomic_rmw(a, [&](T o) { return T(o + T(x)); });
+  else return __atomic_fetch_add(&a->v, T(x), __ATOMIC_RELAXED);
+}
+template <class T, class U> inline T atomic_fetch_sub_explicit(bronze_atomic<T>* a, U x, memory_order) {
+  if constexpr (T(0.5) != T(0)) return bronze_atomic_rmw(a, [&](T o) { return T(o - T(x)); });
+  else return __atomic_fetch_sub(&a->v, T(x), __ATOMIC_RELAXED);
+}
+template <class T, class U> inline T atomic_fetch_max_explicit(bronze_atomic<T>* a, U x, memory_order) {
+  return bronze_atomic_rmw(a, [&](T o) { return o < T(x) ? T(x) : o; });
 }
 template <class T, class U> inline T atomic_fetch_min_explicit(bronze_atomic<T>* a, U x, memory_order) {
-  T old = __atomic_load_n(&a->v, __ATOMIC_RELAXED);
-  while (T(x) < old && !__atomic_compare_exchange_n(&a->v, &old, T(x), true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
-  return old;
+  return bronze_atomic_rmw(a, [&](T o) { return T(x) < o ? T(x) : o; });
 }
 template <class T, class U> inline T atomic_fetch_and_explicit(bronze_atomic<T>* a, U x, memory_order) { return __atomic_fetch_and(&a->v, T(x), __ATOMIC_RELAXED); }
 template <class T, class U> inline T atomic_fetch_or_explicit(bronze_atomic<T>* a, U x, memory_order) { return __atomic_fetch_or(&a->v, T(x), __ATOMIC_RELAXED); }

@@ -16,7 +16,7 @@ template <class T> struct __remove_ref<T&> { typedef T type; };
 
 namespace bronze_rt {
 struct ids {
-  uint3 tpig, tpitg, tgpig, tptg, tpg, tgpg;
+  uint3 tpig, tpitg, tgpig, tptg, dtptg, tpg, tgpg;  // tptg: actual (partial) size, dtptg: dispatched
   uint tiitg, tiisg, sgiitg, tpsg, sgptg;
 };
 
@@ -83,6 +83,7 @@ inline void thread_ids(const bronze_launch* L, ids& id, uint32_t lx, uint32_t ly
 inline void init_fixed(const bronze_launch* L, ids& id) {
   id.tpg = uint3(L->grid[0], L->grid[1], L->grid[2]);
   id.tgpg = uint3(L->groups[0], L->groups[1], L->groups[2]);
+  id.dtptg = uint3(L->group[0], L->group[1], L->group[2]);
   id.tpsg = kSimd;
 }
 

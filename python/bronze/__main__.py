@@ -1,0 +1,96 @@
+"""The bronze command line.
+
+    bronze info                    devices, backends, compiler and cache
+    bronze capture show FILE       list the commands of a capture file
+    bronze capture replay FILE     run a capture's kernels again
+"""
+
+import argparse
+import json
+import sys
+
+
+def _info(args):
+    import bronze
+    from bronze import _C
+
+    print(f"bronze {bronze.__version__}")
+    for d in bronze.devices():
+        p = bronze.get_device_properties(d)
+        print(f"  {d}: {p.name}, {p.total_memory / 2**30:.1f} GiB, "
+              f"recommended max {p.recommended_max_memory / 2**30:.1f} GiB, "
+              f"{p.multi_processor_count} {'threads' if d.type == 'cpu' else 'SMs'}")
+    print(f"  cuda: {'available' if bronze.is_available('cuda') else 'not available'}")
+    print(f"  current device: {bronze.current_device()}")
+    return 0
+
+
+def _read_capture(path):
+    with open(path, encoding="utf-8") as f:
+        lines = [json.loads(line) for line in f if line.strip()]
+    if not lines or lines[0].get("bronze_capture") != 1:
+        raise SystemExit(f"{path}: not a bronze capture file")
+    return lines[1:]
+
+
+def _show(args):
+    records = _read_capture(args.file)
+    libraries = {r["library"]: r["source"] for r in records if "source" in r}
+    commands = [r for r in records if "source" not in r]
+    print(f"{args.file}: {len(commands)} commands, {len(libraries)} shader libraries")
+    for r in commands:
+        if "kernel" in r:
+            argv = ", ".join(f"buffer#{a['buffer'] % 100000}[{a['bytes']}B {a['dtype']}]" if "buffer" in a
+                             else f"0x{a['bytes_hex']}" for a in r["args"])
+            print(f"{r['seq']:>5}  kernel {r['kernel']:<20} lib {r['library']} grid {tuple(r['grid'])} "
+                  f"group {tuple(r['group'])} stream {r['stream']} ({argv})")
+        else:
+            print(f"{r['seq']:>5}  {r['category']:<6} {r['op']:<20} {r['device']} stream {r['stream']}")
+    return 0
+
+
+def _replay(args):
+    import bronze
+
+    records = _read_capture(args.file)
+    libraries = {r["library"]: bronze.compile_shader(r["source"]) for r in records if "source" in r}
+    buffers = {}
+    ran = 0
+    for r in records:
+        if "kernel" not in r:
+            continue
+        call = []
+        for a in r["args"]:
+            if "buffer" in a:
+                key = a["buffer"]
+                if key not in buffers:  # same identity, same buffer: data flows as recorded
+                    dt = bronze.as_dtype(a["dtype"])
+                    buffers[key] = bronze.zeros(a["bytes"] // dt.itemsize, dtype=dt)
+                call.append(buffers[key])
+            else:
+                call.append(bytes.fromhex(a["bytes_hex"]))
+        kernel = getattr(libraries[r["library"]], r["kernel"])
+        kernel(*call, threads=tuple(r["grid"]), group_size=tuple(r["group"]))
+        ran += 1
+    bronze.synchronize()
+    print(f"replayed {ran} kernel dispatches from {args.file} ({len(buffers)} buffers)")
+    return 0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="bronze", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("info", help="devices, backends and limits").set_defaults(func=_info)
+    cap = sub.add_parser("capture", help="inspect or replay a capture file").add_subparsers(dest="action", required=True)
+    show = cap.add_parser("show", help="list the captured commands")
+    show.add_argument("file")
+    show.set_defaults(func=_show)
+    replay = cap.add_parser("replay", help="run the captured kernels again")
+    replay.add_argument("file")
+    replay.set_defaults(func=_replay)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,433 @@
+"""Metal kernels compiled by bronze on the CPU backend, checked against NumPy."""
+
+import numpy as np
+import pytest
+
+import bronze
+
+SEED = "kernel void full(device float* out, constant float& val, uint idx [[thread_position_in_grid]]) { out[idx] = val; }"
+
+HEADER = "#include <metal_stdlib>\nusing namespace metal;\n"
+
+
+def compile(src):
+    return bronze.compile_shader(HEADER + src)
+
+
+def test_seed_example_verbatim():
+    lib = bronze.compile_shader(SEED)
+    x = bronze.empty(1000)
+    lib.full(x, 3.14)
+    np.testing.assert_allclose(x.numpy(), np.full(1000, 3.14, np.float32))
+    assert "full" in dir(lib)
+    assert lib.full.max_threads_per_threadgroup == 1024
+    assert lib.full.thread_execution_width == 32
+    assert lib.full.static_thread_group_memory_length == 0
+    p = lib.full.params
+    assert [x["kind"] for x in p] == ["buffer", "scalar", "attribute"]
+    assert p[0]["access"] == "read_write" and p[1]["access"] == "read"
+    assert p[2]["attribute"] == "thread_position_in_grid"
+
+
+def test_hot_compile_returns_the_same_library():
+    a = bronze.compile_shader(SEED)
+    b = bronze.compile_shader(SEED)
+    assert a.hash == b.hash
+
+
+def test_scalars_bind_by_signature():
+    lib = compile("""
+    kernel void k(device float* f, device int* i, device half* h, constant float& a, constant int& b,
+                  constant half& c, constant bool& d, constant uint2& e, uint t [[thread_position_in_grid]]) {
+      f[t] = a + float(e.y); i[t] = b + int(d); h[t] = c;
+    }""")
+    f, i, h = bronze.empty(2), bronze.empty(2, dtype=bronze.int32), bronze.empty(2, dtype=bronze.float16)
+    lib.k(f, i, h, 3, 7, 0.5, True, [1, 10])  # 3 -> 3.0f; a list -> uint2
+    assert f.numpy().tolist() == [13.0, 13.0]
+    assert i.numpy().tolist() == [8, 8]
+    assert h.numpy().tolist() == [0.5, 0.5]
+
+
+def test_explicit_buffer_indices_order_arguments():
+    lib = compile("""
+    kernel void k(constant float& s [[buffer(1)]], device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+      out[i] = s * i;
+    }""")
+    out = bronze.empty(4)
+    lib.k(out, 2.0)
+    assert out.numpy().tolist() == [0, 2, 4, 6]
+
+
+def test_attributes_2d_grid_and_partial_groups():
+    lib = compile("""
+    kernel void k(device uint4* o, uint2 gid [[thread_position_in_grid]], uint2 tid [[thread_position_in_threadgroup]],
+                  uint2 tg [[threadgroup_position_in_grid]], uint2 dtptg [[dispatch_threads_per_threadgroup]],
+                  uint2 tptg [[threads_per_threadgroup]], uint2 grid [[threads_per_grid]],
+                  uint2 ngroups [[threadgroups_per_grid]], uint lin [[thread_index_in_threadgroup]]) {
+      o[gid.y * grid.x + gid.x] = uint4(tg.x * dtptg.x + tid.x, tg.y * dtptg.y + tid.y,
+                                        ngroups.x * 100 + ngroups.y + tptg.x * 1000, lin);
+    }""")
+    w, h = 7, 5
+    o = bronze.zeros(h, w, 4, dtype=bronze.int32)
+    lib.k(o, threads=(w, h), group_size=(4, 2))
+    r = o.numpy()
+    ys, xs = np.mgrid[0:h, 0:w]
+    np.testing.assert_array_equal(r[..., 0], xs)
+    np.testing.assert_array_equal(r[..., 1], ys)
+    # Partial groups: the last column group is 3 wide (threads_per_threadgroup
+    # gives the actual size, dispatch_threads_per_threadgroup the dispatched one).
+    tx, ty = xs % 4, ys % 2
+    width = np.where(xs >= 4, 3, 4)
+    np.testing.assert_array_equal(r[..., 2], 2 * 100 + 3 + 1000 * width)
+    np.testing.assert_array_equal(r[..., 3], tx + width * ty)
+
+
+def test_templates_with_host_name():
+    lib = compile("""
+    template <typename T, int SCALE>
+    kernel void scale(device T* y, device const T* x, uint i [[thread_position_in_grid]]) { y[i] = x[i] * T(SCALE); }
+    template [[host_name("scale_f32")]] kernel void scale<float, 2>(device float*, device const float*, uint);
+    template [[host_name("scale_i32")]] kernel void scale<int, 3>(device int*, device const int*, uint);
+    """)
+    assert sorted(lib.kernel_names) == ["scale_f32", "scale_i32"]
+    x = np.arange(5, dtype=np.int32)
+    y = bronze.empty(5, dtype=bronze.int32)
+    lib.scale_i32(y, x)
+    assert y.numpy().tolist() == [0, 3, 6, 9, 12]
+    yf = bronze.empty(5)
+    lib.scale_f32(yf, x.astype(np.float32))
+    assert yf.numpy().tolist() == [0, 2, 4, 6, 8]
+
+
+def test_threadgroup_reduction_with_barriers():
+    lib = compile("""
+    kernel void reduce(device const float* x, device float* out, constant uint& n,
+                       uint tid [[thread_index_in_threadgroup]], uint gid [[threadgroup_position_in_grid]],
+                       uint tpg [[threads_per_threadgroup]]) {
+      threadgroup float buf[256];
+      uint i = gid * tpg + tid;
+      buf[tid] = i < n ? x[i] : 0.0f;
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+      for (uint s = tpg / 2; s > 0; s >>= 1) {
+        if (tid < s) buf[tid] += buf[tid + s];
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+      }
+      if (tid == 0) out[gid] = buf[0];
+    }""")
+    assert lib.reduce.cooperative
+    assert lib.reduce.static_thread_group_memory_length == 256 * 4
+    n = 3000
+    x = np.random.default_rng(0).random(n, dtype=np.float32)
+    out = bronze.zeros(12)
+    lib.reduce(x, out, n, threads=12 * 256, group_size=256)
+    np.testing.assert_allclose(out.numpy(), np.pad(x, (0, 12 * 256 - n)).reshape(12, 256).sum(1), rtol=1e-5)
+
+
+def test_simdgroup_functions():
+    lib = compile("""
+    kernel void simd(device const float* x, device float* o, uint i [[thread_position_in_grid]],
+                     uint lane [[thread_index_in_simdgroup]]) {
+      float v = x[i];
+      o[i * 10 + 0] = simd_sum(v);
+      o[i * 10 + 1] = simd_max(v);
+      o[i * 10 + 2] = simd_min(v);
+      o[i * 10 + 3] = simd_prefix_exclusive_sum(v);
+      o[i * 10 + 4] = simd_prefix_inclusive_sum(v);
+      o[i * 10 + 5] = simd_shuffle(v, 3);
+      o[i * 10 + 6] = simd_shuffle_down(v, 1);
+      o[i * 10 + 7] = simd_shuffle_xor(v, 1);
+      o[i * 10 + 8] = simd_broadcast(v, 31);
+      o[i * 10 + 9] = float(uint64_t(simd_ballot(v > 0.5f)) & 0xff) + (simd_all(v >= 0.0f) ? 1000.0f : 0.0f) +
+                      (simd_any(v > 2.0f) ? 5000.0f : 0.0f);
+    }""")
+    x = np.random.default_rng(1).random(64, dtype=np.float32)
+    o = bronze.zeros(64 * 10)
+    lib.simd(x, o, group_size=64)
+    r = o.numpy().reshape(64, 10)
+    for g in range(2):
+        s = x[32 * g:32 * (g + 1)]
+        rows = r[32 * g:32 * (g + 1)]
+        np.testing.assert_allclose(rows[:, 0], s.sum(), rtol=1e-5)
+        np.testing.assert_allclose(rows[:, 1], s.max())
+        np.testing.assert_allclose(rows[:, 2], s.min())
+        np.testing.assert_allclose(rows[:, 3], np.concatenate([[0], np.cumsum(s)[:-1]]), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(rows[:, 4], np.cumsum(s), rtol=1e-5)
+        np.testing.assert_allclose(rows[:, 5], s[3])
+        np.testing.assert_allclose(rows[:, 6], np.concatenate([s[1:], s[-1:]]))  # last lane keeps its value
+        np.testing.assert_allclose(rows[:, 7], s[np.arange(32) ^ 1])
+        np.testing.assert_allclose(rows[:, 8], s[31])
+        ballot = sum(1 << l for l in range(8) if s[l] > 0.5)
+        np.testing.assert_allclose(rows[:, 9], ballot + 1000)
+
+
+def test_simd_reduction_in_divergent_code_and_partial_group():
+    lib = compile("""
+    kernel void red(device const float* x, device float* out, constant uint& n, uint i [[thread_position_in_grid]],
+                    uint lane [[thread_index_in_simdgroup]], uint sg [[simdgroup_index_in_threadgroup]],
+                    uint nsg [[simdgroups_per_threadgroup]]) {
+      threadgroup float part[32];
+      float v = simd_sum(x[i]);
+      if (lane == 0) part[sg] = v;
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+      if (sg == 0) {
+        float w = lane < nsg ? part[lane] : 0.0f;
+        w = simd_sum(w);
+        if (lane == 0) out[0] = w;
+      }
+    }""")
+    n = 100  # one group of 100 threads: 4 simdgroups, the last of 4 lanes
+    x = np.arange(n, dtype=np.float32)
+    out = bronze.zeros(1)
+    lib.red(x, out, n, threads=n)
+    assert out.numpy()[0] == x.sum()
+
+
+def test_atomics_histogram():
+    lib = compile("""
+    kernel void hist(device const uint* v, device atomic_uint* bins, device atomic_int* mx,
+                     device atomic_float* total, uint i [[thread_position_in_grid]]) {
+      atomic_fetch_add_explicit(&bins[v[i] % 16], 1u, memory_order_relaxed);
+      atomic_fetch_max_explicit(mx, int(v[i]), memory_order_relaxed);
+      atomic_fetch_add_explicit(total, 0.5f, memory_order_relaxed);
+    }
+    kernel void ops(device atomic_int* a, uint i [[thread_position_in_grid]]) {
+      atomic_fetch_or_explicit(&a[0], 1 << (i % 8), memory_order_relaxed);
+      atomic_fetch_and_explicit(&a[1], ~(1 << (i % 8)), memory_order_relaxed);
+      atomic_fetch_xor_explicit(&a[2], 1, memory_order_relaxed);
+      atomic_fetch_min_explicit(&a[3], int(i), memory_order_relaxed);
+      atomic_fetch_sub_explicit(&a[4], 2, memory_order_relaxed);
+      int expected = atomic_load_explicit(&a[5], memory_order_relaxed);
+      while (!atomic_compare_exchange_weak_explicit(&a[5], &expected, expected + 3, memory_order_relaxed, memory_order_relaxed)) {}
+      atomic_store_explicit(&a[6], 42, memory_order_relaxed);
+      atomic_exchange_explicit(&a[7], 7, memory_order_relaxed);
+    }""")
+    v = np.random.default_rng(2).integers(0, 1000, 100000).astype(np.int32)
+    bins, mx, total = bronze.zeros(16, dtype=bronze.int32), bronze.zeros(1, dtype=bronze.int32), bronze.zeros(1)
+    lib.hist(v, bins, mx, total)
+    np.testing.assert_array_equal(bins.numpy(), np.bincount(v % 16, minlength=16))
+    assert mx.numpy()[0] == v.max()
+    assert total.numpy()[0] == 50000.0
+    a = bronze.tensor(np.array([0, -1, 0, 1 << 30, 0, 0, 0, 0], dtype=np.int32))
+    lib.ops(a, threads=1001)
+    assert a.numpy().tolist() == [255, ~255, 1, 0, -2002, 3003, 42, 7]
+
+
+def test_softmax_rows():
+    lib = compile("""
+    kernel void softmax(device const float* x, device float* y, constant uint& cols,
+                        uint row [[threadgroup_position_in_grid]], uint tid [[thread_index_in_threadgroup]],
+                        uint tpg [[threads_per_threadgroup]]) {
+      threadgroup float red[256];
+      float m = -INFINITY;
+      for (uint c = tid; c < cols; c += tpg) m = max(m, x[row * cols + c]);
+      red[tid] = m;
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+      for (uint s = tpg / 2; s > 0; s >>= 1) {
+        if (tid < s) red[tid] = max(red[tid], red[tid + s]);
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+      }
+      m = red[0];
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+      float sum = 0.0f;
+      for (uint c = tid; c < cols; c += tpg) sum += fast::exp(x[row * cols + c] - m);
+      red[tid] = sum;
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+      for (uint s = tpg / 2; s > 0; s >>= 1) {
+        if (tid < s) red[tid] += red[tid + s];
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+      }
+      for (uint c = tid; c < cols; c += tpg) y[row * cols + c] = metal::exp(x[row * cols + c] - m) / red[0];
+    }""")
+    x = np.random.default_rng(3).standard_normal((6, 300)).astype(np.float32)
+    y = bronze.empty(6, 300)
+    lib.softmax(x, y, 300, threads=6 * 64, group_size=64)
+    e = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(y.numpy(), e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
+def test_tiled_matmul_with_threadgroup_memory():
+    lib = compile("""
+    #define TILE 8
+    kernel void matmul(device const float* A, device const float* B, device float* C, constant uint3& dims,
+                       uint2 gid [[thread_position_in_grid]], uint2 lid [[thread_position_in_threadgroup]]) {
+      threadgroup float As[TILE][TILE];
+      threadgroup float Bs[TILE][TILE];
+      uint M = dims.x, K = dims.y, N = dims.z;
+      float acc = 0.0f;
+      for (uint t = 0; t < (K + TILE - 1) / TILE; ++t) {
+        uint ak = t * TILE + lid.x, bk = t * TILE + lid.y;
+        As[lid.y][lid.x] = (gid.y < M && ak < K) ? A[gid.y * K + ak] : 0.0f;
+        Bs[lid.y][lid.x] = (bk < K && gid.x < N) ? B[bk * N + gid.x] : 0.0f;
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        for (uint k = 0; k < TILE; ++k) acc = fma(As[lid.y][k], Bs[k][lid.x], acc);
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+      }
+      if (gid.y < M && gid.x < N) C[gid.y * N + gid.x] = acc;
+    }""")
+    rng = np.random.default_rng(4)
+    M, K, N = 20, 13, 17
+    A, B = rng.random((M, K), dtype=np.float32), rng.random((K, N), dtype=np.float32)
+    C = bronze.zeros(M, N)
+    lib.matmul(A, B, C, [M, K, N], threads=(24, 24), group_size=(8, 8))
+    np.testing.assert_allclose(C.numpy(), A @ B, rtol=1e-5)
+
+
+def test_half_and_bfloat_kernels():
+    lib = compile("""
+    kernel void h(device half* y, device const half* x, uint i [[thread_position_in_grid]]) {
+      half2 v = half2(x[i], 1.0h);
+      y[i] = v.x * 2.0h + v.y;
+    }
+    kernel void b(device bfloat* y, device const float* x, uint i [[thread_position_in_grid]]) {
+      float f = x[i];
+      y[i] = bfloat(f * 2.0f);
+    }""")
+    x = np.linspace(-2, 2, 9).astype(np.float16)
+    y = bronze.empty(9, dtype=bronze.float16)
+    lib.h(y, x)
+    np.testing.assert_array_equal(y.numpy(), (x * np.float16(2) + np.float16(1)))
+    xb = np.array([1.0, 3.0, -0.5, 100.0], dtype=np.float32)
+    yb = bronze.empty(4, dtype=bronze.bfloat16)
+    lib.b(yb, xb)
+    assert yb.to(bronze.float32).numpy().tolist() == [2.0, 6.0, -1.0, 200.0]
+
+
+def test_vectors_swizzles_and_math():
+    lib = compile("""
+    kernel void v(device float* o, device const float4* x, device packed_float3* p, uint i [[thread_position_in_grid]]) {
+      float4 a = x[i];
+      float3 c = a.xyz * 2.0f;
+      float2 s = a.xy + a.zw;
+      a.xy = a.yx;
+      o[i * 12 + 0] = dot(c, float3(1.0f));
+      o[i * 12 + 1] = length(float2(3.0f, 4.0f));
+      o[i * 12 + 2] = s.x - s.y;
+      o[i * 12 + 3] = a.x;
+      o[i * 12 + 4] = metal::precise::sqrt(16.0f) + fast::rsqrt(4.0f);
+      o[i * 12 + 5] = clamp(a.w, 0.0f, 1.0f) + select(1.0f, 2.0f, a.z > 100.0f);
+      o[i * 12 + 6] = normalize(float3(0.0f, 3.0f, 4.0f)).z;
+      o[i * 12 + 7] = isnan(NAN) ? 1.0f : 0.0f;
+      o[i * 12 + 8] = tanh(0.5f) + fma(2.0f, 3.0f, 1.0f) + pow(2.0f, 3.0f) + floor(-1.5f) + abs(-2.0f);
+      o[i * 12 + 9] = float(sizeof(float3)) + float(sizeof(packed_float3)) / 100.0f;
+      o[i * 12 + 10] = cross(float3(1, 0, 0), float3(0, 1, 0)).z + float(all(int2(1, 2) > int2(0)));
+      o[i * 12 + 11] = max(float4(1, 5, 3, 2), float4(4)).y + min(2, 3);
+      p[i] = packed_float3(c.x, c.y, c.z);
+    }""")
+    x = np.array([[1, 2, 3, 4], [5, 6, 7, 8]], dtype=np.float32)
+    o = bronze.zeros(2 * 12)
+    p = bronze.zeros(2 * 3)
+    lib.v(o, x, p, threads=2)
+    r = o.numpy().reshape(2, 12)
+    np.testing.assert_allclose(r[:, 0], 2 * x[:, :3].sum(1))
+    assert (r[:, 1] == 5).all()
+    np.testing.assert_allclose(r[:, 2], (x[:, 0] + x[:, 2]) - (x[:, 1] + x[:, 3]))
+    np.testing.assert_allclose(r[:, 3], x[:, 1])
+    np.testing.assert_allclose(r[:, 4], 4.5)
+    np.testing.assert_allclose(r[:, 5], 2.0)
+    np.testing.assert_allclose(r[:, 6], 0.8, rtol=1e-6)
+    assert (r[:, 7] == 1).all()
+    np.testing.assert_allclose(r[:, 8], np.tanh(0.5) + 7 + 8 - 2 + 2, rtol=1e-6)
+    np.testing.assert_allclose(r[:, 9], 16.12)  # float3 is padded to 16 bytes, packed_float3 is 12
+    assert (r[:, 10] == 2).all() and (r[:, 11] == 5 + 2).all()
+    np.testing.assert_allclose(p.numpy().reshape(2, 3), 2 * x[:, :3])
+
+
+def test_dynamic_threadgroup_memory():
+    lib = compile("""
+    kernel void rev(device float* x, threadgroup float* tmp [[threadgroup(0)]], uint tid [[thread_index_in_threadgroup]],
+                    uint n [[threads_per_threadgroup]], uint g [[threadgroup_position_in_grid]]) {
+      tmp[tid] = x[g * n + tid];
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+      x[g * n + tid] = tmp[n - 1 - tid];
+    }""")
+    x = bronze.arange(64, dtype=bronze.float32)
+    with pytest.raises(ValueError, match="threadgroup_memory"):
+        lib.rev(x, group_size=32)
+    lib.rev(x, group_size=32, threadgroup_memory=[32 * 4])
+    assert x.numpy().tolist() == list(range(31, -1, -1)) + list(range(63, 31, -1))
+
+
+def test_kernel_reads_numpy_and_torch_style_arrays_zero_copy():
+    lib = bronze.compile_shader(SEED)
+    n = np.zeros(10, dtype=np.float32)
+    lib.full(n, 2.0)
+    bronze.synchronize()
+    assert (n == 2).all()
+
+
+def test_compile_errors_point_into_the_users_source():
+    src = "kernel void f(device float* o, uint i [[thread_position_in_grid]]) {\n  o[i] = not_declared;\n}\n"
+    with pytest.raises(bronze.ShaderCompileError) as info:
+        bronze.compile_shader(src)
+    e = info.value
+    assert isinstance(e, SyntaxError) and isinstance(e, RuntimeError)
+    assert e.lineno == 2 and e.offset == 10
+    assert "shader.metal:2:10" in str(e) and "not_declared" in str(e)
+    assert "o[i] = not_declared;" in str(e)  # the user's line, not generated code
+    with pytest.raises(bronze.ShaderCompileError, match="textures"):
+        bronze.compile_shader("kernel void f(texture2d<float> t [[texture(0)]], uint i [[thread_position_in_grid]]) {}")
+    with pytest.raises(bronze.ShaderCompileError, match=":1:"):
+        bronze.compile_shader("kernel void f(device float* o) { /* never closed")
+    with pytest.raises(TypeError):
+        bronze.compile_shader(b"bytes are not source")
+    # A compile error is never hidden by a cache; the runtime stays usable.
+    with pytest.raises(bronze.ShaderCompileError):
+        bronze.compile_shader(src)
+    x = bronze.empty(3)
+    bronze.compile_shader(SEED).full(x, 1.0)
+    assert x.numpy().tolist() == [1, 1, 1]
+
+
+def test_bad_calls_raise_before_running():
+    lib = bronze.compile_shader(SEED)
+    x = bronze.zeros(8)
+    with pytest.raises(AttributeError) as info:
+        lib.nope
+    assert isinstance(info.value, RuntimeError) and "full" in str(info.value)
+    assert not hasattr(lib, "nope")
+    with pytest.raises(TypeError, match="takes 2 arguments"):
+        lib.full(x)
+    with pytest.raises(TypeError, match="float32"):
+        lib.full(bronze.zeros(8, dtype=bronze.float64), 1.0)
+    with pytest.raises(TypeError, match="buffer"):
+        lib.full(1.0, 1.0)
+    with pytest.raises(TypeError, match="number"):
+        lib.full(x, "a")
+    with pytest.raises(ValueError, match="16 threads"):
+        lib.full(x, 1.0, threads=16)
+    with pytest.raises(ValueError, match="limit"):
+        lib.full(x, 1.0, group_size=2048)
+    with pytest.raises(TypeError, match="keyword"):
+        lib.full(x, 1.0, thread=8)
+    with pytest.raises(ValueError):
+        lib.full(x, 1.0, threads=(1, 2, 3, 4))
+    lib.full(x, 5.0)
+    assert x.numpy().tolist() == [5.0] * 8
+
+
+def test_profiler_records_kernel_by_name(tmp_path):
+    import json
+
+    lib = bronze.compile_shader(SEED)
+    x = bronze.empty(100)
+    with bronze.profiler.profile(path=tmp_path / "k.json"):
+        lib.full(x, 1.0)
+    events = json.loads((tmp_path / "k.json").read_text())["traceEvents"]
+    assert any(e["name"] == "full" and e.get("cat") == "shader" for e in events)
+
+
+def test_capture_show_and_replay(tmp_path, monkeypatch, capsys):
+    from bronze.__main__ import main
+
+    monkeypatch.setenv("BRONZE_CAPTURE_ENABLED", "1")
+    lib = bronze.compile_shader(SEED)
+    x = bronze.empty(32)
+    cap = tmp_path / "cap.jsonl"
+    with bronze.profiler.metal_capture(cap):
+        lib.full(x, 2.5)
+        x + 1
+    assert main(["capture", "show", str(cap)]) == 0
+    out = capsys.readouterr().out
+    assert "kernel full" in out and "grid (32, 1, 1)" in out and "0x00002040" in out  # 2.5f
+    assert main(["capture", "replay", str(cap)]) == 0
+    assert "replayed 1 kernel dispatches" in capsys.readouterr().out
