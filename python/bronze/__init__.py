@@ -15,6 +15,7 @@ import os as _os
 from . import errors
 from ._C import (  # noqa: F401  (re-exported API)
     DeviceProperties,
+    cache_info,
     Event,
     Kernel,
     Library,

@@ -12,7 +12,6 @@ import sys
 
 def _info(args):
     import bronze
-    from bronze import _C
 
     print(f"bronze {bronze.__version__}")
     for d in bronze.devices():
@@ -22,6 +21,9 @@ def _info(args):
               f"{p.multi_processor_count} {'threads' if d.type == 'cpu' else 'SMs'}")
     print(f"  cuda: {'available' if bronze.is_available('cuda') else 'not available'}")
     print(f"  current device: {bronze.current_device()}")
+    c = bronze.cache_info()
+    print(f"  shader compiler (CPU): {c['compiler'] or 'none'}")
+    print(f"  compile cache: {c['status']}")
     return 0
 
 

@@ -6,6 +6,8 @@
 #include "bronze/error.hpp"
 #include "bronze/shader.hpp"
 #include "common.hpp"
+#include "jit/disk_cache.hpp"
+#include "jit/host_compiler.hpp"
 #include "shader/types.hpp"
 
 namespace bronze::py {
@@ -159,6 +161,21 @@ void bind_shader(nb::module_& m) {
         for (const auto& n : lib.kernel_names()) s += (s.empty() ? "" : ", ") + n;
         return "<bronze.Library " + lib.hash() + " [" + s + "]>";
       });
+
+  m.def("cache_info", [] {
+    auto& c = jit::DiskCache::instance();
+    auto n = c.counters();
+    nb::dict d;
+    d["enabled"] = c.enabled();
+    d["dir"] = c.dir();
+    d["status"] = c.status();
+    d["hits"] = n.hits;
+    d["misses"] = n.misses;
+    d["stores"] = n.stores;
+    d["corrupt"] = n.corrupt;
+    d["compiler"] = jit::HostCompiler::get().path;
+    return d;
+  }, "The compile cache: where it is (or why it is off) and its counters.");
 
   m.def("compile_shader", [](nb::handle source, const std::string& language, std::optional<Device> device,
                              const std::string& filename) {

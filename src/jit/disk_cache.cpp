@@ -89,17 +89,25 @@ std::optional<std::string> DiskCache::lookup(const std::string& key, const std::
   if (!enabled_) return std::nullopt;
   std::string path = dir_ + "/" + key + suffix;
   std::string data;
-  if (!read_file(path, data)) return std::nullopt;
+  if (!read_file(path, data)) {
+    std::lock_guard<std::mutex> g(mu_);
+    counters_.misses++;
+    return std::nullopt;
+  }
   bool ok = data.size() > kTrailer && std::memcmp(data.data() + data.size() - sizeof kMagic, kMagic, sizeof kMagic) == 0;
   if (ok) {
     std::uint8_t digest[32];
     Sha256().update(data.data(), data.size() - kTrailer).digest(digest);
     ok = std::memcmp(digest, data.data() + data.size() - kTrailer, 32) == 0;
   }
+  std::lock_guard<std::mutex> g(mu_);
   if (!ok) {  // truncated or corrupted: drop it, the caller rebuilds
     ::unlink(path.c_str());
+    counters_.corrupt++;
+    counters_.misses++;
     return std::nullopt;
   }
+  counters_.hits++;
   return path;
 }
 
@@ -118,8 +126,17 @@ std::string DiskCache::store(const std::string& key, const std::string& suffix, 
   std::string path = dir_ + "/" + key + suffix;
   if (::rename(tmp_path.c_str(), path.c_str()) != 0)
     throw Error("compile cache: cannot rename into " + path + ": " + std::strerror(errno));
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    counters_.stores++;
+  }
   trim();
   return path;
+}
+
+DiskCache::Counters DiskCache::counters() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return counters_;
 }
 
 std::string DiskCache::make_work_dir() {

@@ -7,6 +7,7 @@
 // every hit, so a truncated or corrupted entry is rebuilt.
 #pragma once
 
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -28,12 +29,19 @@ class DiskCache {
   // A fresh private directory for a compiler run (inside the cache when on).
   std::string make_work_dir();
 
+  struct Counters {
+    unsigned long long hits = 0, misses = 0, stores = 0, corrupt = 0;
+  };
+  Counters counters() const;
+
  private:
   DiskCache();
   void trim();
   bool enabled_ = false;
   std::string dir_, status_;
   unsigned long long max_bytes_;
+  mutable std::mutex mu_;  // guards counters_
+  Counters counters_;
 };
 
 }  // namespace bronze::jit

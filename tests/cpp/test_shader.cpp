@@ -1,0 +1,133 @@
+#include <gtest/gtest.h>
+
+#include "bronze/bronze.hpp"
+#include "jit/sha256.hpp"
+#include "shader/lexer.hpp"
+#include "shader/parser.hpp"
+#include "shader/types.hpp"
+
+using bronze::ParamKind;
+using bronze::shader::parse;
+
+TEST(Sha256, KnownDigests) {
+  EXPECT_EQ(bronze::jit::sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(bronze::jit::sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
+TEST(Lexer, PositionsCommentsAndErrors) {
+  auto t = bronze::shader::lex("#include <metal_stdlib>\n/* c */ kernel void f(float x[[buffer(0)]]) { a::b = 1.5e-3f; }");
+  EXPECT_EQ(t[0].kind, bronze::shader::Token::Preproc);
+  EXPECT_EQ(t[1].text, "kernel");
+  EXPECT_EQ(t[1].line, 2);
+  EXPECT_EQ(t[1].col, 9);
+  bool number = false, scope = false;
+  for (const auto& x : t) {
+    number |= x.text == "1.5e-3f";
+    scope |= x.text == "::";
+  }
+  EXPECT_TRUE(number);
+  EXPECT_TRUE(scope);
+  try {
+    bronze::shader::lex("a\n  \"unterminated");
+    FAIL();
+  } catch (const bronze::ShaderCompileError& e) {
+    EXPECT_EQ(e.line(), 2);
+    EXPECT_EQ(e.column(), 3);
+  }
+}
+
+TEST(Parser, ReflectsSignature) {
+  auto ps = parse(R"(
+    kernel void k(device const float* in [[buffer(1)]], device half4* out [[buffer(0)]],
+                  constant uint& n, threadgroup float* scratch [[threadgroup(0)]],
+                  uint3 gid [[thread_position_in_grid]], ushort lane [[thread_index_in_simdgroup]]) {
+      out[gid.x] = half4(in[gid.x]);
+    })", "t.metal");
+  ASSERT_EQ(ps.kernels.size(), 1u);
+  const auto& k = ps.kernels[0].info;
+  EXPECT_EQ(k.name, "k");
+  ASSERT_EQ(k.params.size(), 6u);
+  EXPECT_EQ(k.params[0].kind, ParamKind::Buffer);
+  EXPECT_TRUE(k.params[0].read_only);
+  EXPECT_EQ(k.params[0].type, "float");
+  EXPECT_EQ(k.params[0].binding, 1);  // [[buffer(1)]]
+  EXPECT_EQ(k.params[1].binding, 0);
+  EXPECT_FALSE(k.params[1].read_only);
+  EXPECT_EQ(k.params[2].kind, ParamKind::Scalar);
+  EXPECT_EQ(k.params[2].index, 2);  // the first free slot
+  EXPECT_EQ(k.params[3].kind, ParamKind::ThreadgroupBuffer);
+  EXPECT_EQ(k.params[4].attribute, "thread_position_in_grid");
+  EXPECT_EQ(k.params[5].type, "ushort");
+  EXPECT_EQ(k.bindings(), 3);
+  EXPECT_FALSE(k.cooperative);
+}
+
+TEST(Parser, TemplatesAndCooperation) {
+  auto ps = parse(R"(
+    inline float reduce(float v) { return simd_sum(v); }
+    inline float helper(float v) { return reduce(v); }
+    template <typename T>
+    kernel void a(device T* x, uint i [[thread_position_in_grid]]) { x[i] = T(helper(float(x[i]))); }
+    template <typename T>
+    kernel void b(device T* x, uint i [[thread_position_in_grid]]) { x[i] = x[i]; }
+    template [[host_name("a_f")]] kernel void a<float>(device float*, uint);
+    template [[host_name("b_h")]] kernel void b<half>(device half*, uint);
+  )", "t.metal");
+  ASSERT_EQ(ps.kernels.size(), 2u);
+  EXPECT_EQ(ps.kernels[0].info.name, "a_f");
+  EXPECT_EQ(ps.kernels[0].call, "a<float>");
+  EXPECT_EQ(ps.kernels[0].info.params[0].type, "float");
+  EXPECT_TRUE(ps.kernels[0].info.cooperative);  // through helper -> reduce -> simd_sum
+  EXPECT_EQ(ps.kernels[1].info.params[0].type, "half");
+  EXPECT_FALSE(ps.kernels[1].info.cooperative);
+  EXPECT_TRUE(ps.kernels[1].info.params[0].indexed_by_grid);
+}
+
+TEST(Parser, RejectsWhatItCannotRun) {
+  auto expect_error = [](const char* src, const char* what, int line) {
+    try {
+      parse(src, "t.metal");
+      FAIL() << src;
+    } catch (const bronze::ShaderCompileError& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+      EXPECT_EQ(e.line(), line);
+    }
+  };
+  expect_error("kernel void f(\n texture2d<float> t) {}", "textures", 2);
+  expect_error("kernel void f(device float* a [[buffer(0)]], device float* b [[buffer(0)]]) {}", "used twice", 1);
+  expect_error("kernel void f(device float* x) {}\nkernel void f(device float* y) {}", "defined twice", 2);
+  expect_error("constant bool c [[function_constant(0)]];\nkernel void f(device float* x, bool y [[function_constant(1)]]) {}",
+               "function constants", 2);
+}
+
+TEST(ShaderTypes, ScalarTypes) {
+  auto f4 = bronze::shader::scalar_type("metal::float4");
+  EXPECT_TRUE(f4.known);
+  EXPECT_EQ(f4.lanes, 4);
+  EXPECT_EQ(f4.dtype, bronze::DType::Float32);
+  EXPECT_EQ(bronze::shader::scalar_type("uint32_t").dtype, bronze::DType::Int32);
+  EXPECT_EQ(bronze::shader::scalar_type("uint3").lanes, 3);
+  EXPECT_EQ(bronze::shader::scalar_type("atomic_uint").dtype, bronze::DType::Int32);
+  EXPECT_EQ(bronze::shader::scalar_type("packed_half3").lanes, 3);
+  EXPECT_FALSE(bronze::shader::scalar_type("MyParams").known);
+}
+
+TEST(ShaderDispatch, CompileAndRunFromCpp) {
+  auto lib = bronze::compile_shader(
+      "kernel void full(device float* out, constant float& val, uint idx [[thread_position_in_grid]]) { out[idx] = val; }");
+  auto t = bronze::empty({16});
+  lib.kernel("full").dispatch({t, bronze::Scalar(2.5)});
+  for (double v : t.to_double_vector()) EXPECT_EQ(v, 2.5);
+  EXPECT_THROW(lib.kernel("nope"), bronze::KernelNotFoundError);
+  EXPECT_THROW(lib.kernel("full").dispatch({t}), bronze::TypeError);
+  bronze::DispatchOptions big;
+  big.threads = bronze::Dim3{32, 1, 1};
+  EXPECT_THROW(lib.kernel("full").dispatch({t, bronze::Scalar(1.0)}, big), bronze::ValueError);
+  try {
+    bronze::compile_shader("kernel void f(device float* o) {\n  o[0] = nope;\n}");
+    FAIL();
+  } catch (const bronze::ShaderCompileError& e) {
+    EXPECT_EQ(e.line(), 2);
+    EXPECT_NE(std::string(e.what()).find("o[0] = nope;"), std::string::npos);
+  }
+}
