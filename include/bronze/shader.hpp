@@ -45,8 +45,22 @@ struct KernelInfo {
 };
 
 // One argument of a dispatch: a tensor for buffers, a number or raw bytes
-// (a struct, a vector, an array) for scalars.
-using KernelArg = std::variant<Tensor, Scalar, std::vector<std::uint8_t>>;
+// (a struct, a vector, an array) for scalars. A tensor argument refers to the
+// caller's tensor, which must live until dispatch() returns (the queued
+// launch then holds its memory), so no tensor is copied per call.
+class KernelArg {
+ public:
+  KernelArg(const Tensor& t) : v_(&t) {}  // NOLINT: implicit, as in dispatch({t, 1.0f})
+  KernelArg(Tensor&&) = delete;           // a temporary would dangle
+  KernelArg(Scalar s) : v_(s) {}          // NOLINT
+  KernelArg(std::vector<std::uint8_t> bytes) : v_(std::move(bytes)) {}  // NOLINT
+  const Tensor* tensor() const { auto* p = std::get_if<const Tensor*>(&v_); return p ? *p : nullptr; }
+  const Scalar* scalar() const { return std::get_if<Scalar>(&v_); }
+  const std::vector<std::uint8_t>* bytes() const { return std::get_if<std::vector<std::uint8_t>>(&v_); }
+
+ private:
+  std::variant<const Tensor*, Scalar, std::vector<std::uint8_t>> v_;
+};
 
 struct Dim3 {
   std::uint32_t x = 1, y = 1, z = 1;

@@ -35,13 +35,14 @@ Dim3 to_dim3(nb::handle h, const char* what) {
   return d;
 }
 
-Scalar to_scalar(nb::handle h, const std::string& label) {
+Scalar to_scalar(nb::handle h, const char* name) {
+  auto label = [&] { return std::string("argument '") + name + "'"; };
   if (PyBool_Check(h.ptr())) return Scalar(h.ptr() == Py_True);
   if (PyIndex_Check(h.ptr())) {
     long long v = PyLong_AsLongLong(nb::steal(PyNumber_Index(h.ptr())).ptr());
     if (PyErr_Occurred()) {
       PyErr_Clear();
-      throw ValueError(label + ": integer out of the 64-bit range");
+      throw ValueError(label() + ": integer out of the 64-bit range");
     }
     return Scalar(static_cast<std::int64_t>(v));
   }
@@ -49,11 +50,11 @@ Scalar to_scalar(nb::handle h, const std::string& label) {
     double d = PyFloat_AsDouble(h.ptr());
     if (PyErr_Occurred()) {
       PyErr_Clear();
-      throw TypeError(label + ": expected a number, got " + Py_TYPE(h.ptr())->tp_name);
+      throw TypeError(label() + ": expected a number, got " + Py_TYPE(h.ptr())->tp_name);
     }
     return Scalar(d);
   }
-  throw TypeError(label + ": expected a number, got " + Py_TYPE(h.ptr())->tp_name);
+  throw TypeError(label() + ": expected a number, got " + Py_TYPE(h.ptr())->tp_name);
 }
 
 // A list/tuple of numbers, packed as the parameter's element type.
@@ -61,15 +62,19 @@ std::vector<std::uint8_t> pack_list(nb::handle seq, const KernelParam& p, const 
   shader::ScalarType st = shader::scalar_type(p.type);
   if (!st.known) throw TypeError(label + ": a list needs a numeric parameter type, '" + p.type + "' is not; pass bytes");
   std::vector<std::uint8_t> out;
-  for (nb::handle x : seq) shader::append_element(st, to_scalar(x, label), out);
+  for (nb::handle x : seq) shader::append_element(st, to_scalar(x, p.name.c_str()), out);
   if (out.empty()) throw ValueError(label + ": empty list");
   if (st.lanes > 1 && out.size() < p.size) out.resize(p.size, 0);  // uint3 is padded to 16 bytes
   return out;
 }
 
-KernelArg convert(nb::handle h, const KernelParam& p, nb::object& from_array) {
+// Tensors are passed by reference to the Python object's tensor; arrays
+// imported zero-copy are kept in `temps` (reserved: references stay valid).
+KernelArg convert(nb::handle h, const KernelParam& p, nb::handle from_array, std::vector<Tensor>& temps) {
+  if (nb::isinstance<Tensor>(h)) return nb::cast<const Tensor&>(h);
+  if (p.kind == ParamKind::Scalar && (PyFloat_CheckExact(h.ptr()) || PyLong_CheckExact(h.ptr()) || PyBool_Check(h.ptr())))
+    return to_scalar(h, p.name.c_str());  // the common case, without building messages
   std::string label = "argument " + std::to_string(p.binding) + " ('" + p.name + "')";
-  if (nb::isinstance<Tensor>(h)) return nb::cast<Tensor>(h);
   if (PyBytes_Check(h.ptr()) || PyByteArray_Check(h.ptr()) || PyMemoryView_Check(h.ptr())) {
     nb::bytes b = nb::steal<nb::bytes>(PyBytes_FromObject(h.ptr()));
     const auto* d = static_cast<const std::uint8_t*>(b.data());
@@ -82,11 +87,11 @@ KernelArg convert(nb::handle h, const KernelParam& p, nb::object& from_array) {
     }
     if (PyObject_HasAttrString(h.ptr(), "__dlpack__") || PyObject_HasAttrString(h.ptr(), "__array_interface__") ||
         PyObject_CheckBuffer(h.ptr()))
-      return nb::cast<Tensor>(from_array(h));
+      return temps.emplace_back(nb::cast<Tensor>(from_array(h)));
     throw TypeError(label + " is a buffer: expected a tensor or array, got " + Py_TYPE(h.ptr())->tp_name);
   }
   if (PyList_Check(h.ptr()) || PyTuple_Check(h.ptr())) return pack_list(h, p, label);
-  return to_scalar(h, label);
+  return to_scalar(h, p.name.c_str());
 }
 
 nb::dict param_dict(const KernelParam& p) {
@@ -134,10 +139,13 @@ void bind_shader(nb::module_& m) {
           else if (name == "threadgroup_memory") opt.threadgroup_memory = nb::cast<std::vector<std::uint64_t>>(value);
           else throw TypeError("kernel call got an unexpected keyword argument '" + name + "'");
         }
-        nb::object from_array = nb::module_::import_("bronze._C").attr("_from_array");
+        // Looked up once; the module lives as long as the interpreter.
+        static nb::handle from_array = nb::object(nb::module_::import_("bronze._C").attr("_from_array")).release();
         std::vector<KernelArg> converted;
+        std::vector<Tensor> temps;
         converted.reserve(args.size());
-        for (std::size_t i = 0; i < args.size(); ++i) converted.push_back(convert(args[i], *bound[i], from_array));
+        temps.reserve(args.size());
+        for (std::size_t i = 0; i < args.size(); ++i) converted.push_back(convert(args[i], *bound[i], from_array, temps));
         k.dispatch(converted, opt);
       })
       .def("__repr__", [](const Kernel& k) { return "<bronze.Kernel '" + k.name() + "'>"; });

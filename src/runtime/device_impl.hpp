@@ -31,7 +31,7 @@ struct RandomParams {
 // A compiled kernel's launch, filled by the shader layer. Buffers point at
 // device memory; scalars are bytes in `inline_bytes`, referenced by offset.
 struct KernelLaunch {
-  std::string name;
+  const char* name = "";        // owned by the library in `keepalive`
   const void* entry = nullptr;  // the backend's compiled function
   bool cooperative = false;     // threads of a group must run together
   struct Arg {

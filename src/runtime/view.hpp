@@ -1,5 +1,5 @@
 // What a backend kernel sees of a tensor: address, dtype, shape and strides,
-// plus a reference that keeps the memory alive while the op is queued.
+// plus, for memory owned outside bronze, a reference held while the op is queued.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +25,7 @@ struct View {
   DType dtype = DType::Float32;
   std::vector<std::int64_t> shape;
   std::vector<std::int64_t> strides;  // elements; 0 for broadcast dims
-  std::shared_ptr<void> keepalive;
+  std::shared_ptr<void> keepalive;  // external memory held until the op ran (see queued_use)
 
   std::int64_t numel() const {
     std::int64_t n = 1;

@@ -133,7 +133,7 @@ void capture_dispatch(detail::LibraryImpl& lib, const KernelInfo& ki, const runt
   static const char* hexd = "0123456789abcdef";
   for (std::size_t i = 0; i < args.size(); ++i) {
     a += i ? "," : "";
-    if (const Tensor* t = std::get_if<Tensor>(&args[i])) {
+    if (const Tensor* t = args[i].tensor()) {
       a += "{\"buffer\":" + std::to_string(reinterpret_cast<std::uintptr_t>(t->storage().get())) +
            ",\"bytes\":" + std::to_string(t->nbytes()) + ",\"dtype\":\"" + dtype_name(t->dtype()) + "\"}";
     } else {
@@ -216,7 +216,7 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
     throw TypeError("kernel '" + ki.name + "' takes " + std::to_string(bound.size()) + " arguments, got " +
                     std::to_string(args.size()));
   runtime::KernelLaunch l;
-  l.name = ki.name;
+  l.name = ki.name.c_str();
   l.entry = lib_->entries[index_];
   l.cooperative = ki.cooperative;
   l.args.resize(bound.size());
@@ -225,7 +225,7 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
   for (std::size_t i = 0; i < bound.size(); ++i) {
     const KernelParam& p = *bound[i];
     const KernelArg& a = args[i];
-    if (const Tensor* t = std::get_if<Tensor>(&a)) {
+    if (const Tensor* t = a.tensor()) {
       if (p.kind != ParamKind::Buffer)
         throw TypeError(arg_label(p) + " is a constant value: pass a number or bytes, not a tensor");
       if (!t->defined()) throw TypeError(arg_label(p) + " is an undefined tensor");
@@ -235,17 +235,17 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
         throw ValueError(arg_label(p) + " is not contiguous: buffers are flat memory; call .contiguous()");
       shader::check_buffer_dtype(p, t->dtype(), arg_label(p));
       l.args[i].ptr = t->data_ptr();
-      l.keepalive.push_back(t->storage());
+      if (auto keep = queued_use(t->storage())) l.keepalive.push_back(std::move(keep));
       if (!first_tensor) first_tensor = t;
       continue;
     }
     std::vector<std::uint8_t> bytes;
-    if (const Scalar* s = std::get_if<Scalar>(&a)) {
+    if (const Scalar* s = a.scalar()) {
       if (p.kind == ParamKind::Buffer)
         throw TypeError(arg_label(p) + " is a device buffer: pass a tensor or array, not a number");
       bytes = shader::pack_scalar(p, *s, arg_label(p));
     } else {
-      bytes = std::get<std::vector<std::uint8_t>>(a);
+      bytes = *a.bytes();
       if (p.kind == ParamKind::Buffer && !p.read_only)
         throw TypeError(arg_label(p) + " is a writable device buffer: pass a tensor, not bytes");
       if (p.size && (bytes.empty() || bytes.size() % p.size != 0))
@@ -279,7 +279,7 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
   }
   for (std::size_t i = 0; i < bound.size(); ++i) {
     const KernelParam& p = *bound[i];
-    const Tensor* t = std::get_if<Tensor>(&args[i]);
+    const Tensor* t = args[i].tensor();
     if (t && p.indexed_by_grid && p.size && t->nbytes() / p.size < grid.count())
       throw ValueError(arg_label(p) + " holds " + std::to_string(t->nbytes() / p.size) +
                        " elements, but the kernel indexes it by thread_position_in_grid over " +

@@ -27,6 +27,14 @@ struct StorageImpl {
   }
 };
 
+// What a queued op must hold to keep `s` valid until it runs: external
+// memory (its owner could free it at once); nothing for allocator blocks,
+// whose reuse is ordered on their stream like torch's caching allocator, so
+// memory figures drop as soon as the tensor is gone.
+inline std::shared_ptr<void> queued_use(const std::shared_ptr<StorageImpl>& s) {
+  return s && s->release ? std::shared_ptr<void>(s) : nullptr;
+}
+
 // New storage of `nbytes` on `d`, ordered on the device's current stream.
 std::shared_ptr<StorageImpl> allocate_storage(const Device& d, std::size_t nbytes);
 

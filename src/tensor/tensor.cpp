@@ -283,7 +283,7 @@ Tensor from_host(const void* data, const Shape& shape, DType dtype, std::optiona
 namespace detail {
 
 runtime::View view_of(const Tensor& t) {
-  return runtime::View{t.data_ptr(), t.dtype(), t.shape(), t.strides(), t.storage()};
+  return runtime::View{t.data_ptr(), t.dtype(), t.shape(), t.strides(), queued_use(t.storage())};
 }
 
 runtime::View expanded_view(const Tensor& t, const Shape& shape) {
@@ -322,7 +322,7 @@ void read_to_host(const Tensor& contiguous, void* dst) {
   // Producers may sit on any stream of the device: wait for all of them.
   dev.synchronize();
   auto stream = runtime::current_stream(d);
-  dev.copy_to_host(*stream, dst, contiguous.data_ptr(), contiguous.nbytes(), contiguous.storage());
+  dev.copy_to_host(*stream, dst, contiguous.data_ptr(), contiguous.nbytes(), queued_use(contiguous.storage()));
   stream->synchronize();
 }
 

@@ -146,9 +146,14 @@ class CpuDevice final : public runtime::DeviceImpl {
     q(s).enqueue("mm", "kernel", [out, a, b] { kernels::matmul(out, a, b); });
   }
   void launch(runtime::StreamImpl& s, runtime::KernelLaunch&& l) override {
-    auto launch = std::make_shared<runtime::KernelLaunch>(std::move(l));
-    std::string name = launch->name;
-    q(s).enqueue(std::move(name), "shader", [launch] { kernels::run_jit_kernel(*launch); });
+    // Owned by the op: a bare pointer keeps the closure within std::function's
+    // inline storage (no allocation); queued ops always run, so it is freed.
+    auto* launch = new runtime::KernelLaunch(std::move(l));
+    const char* name = launch->name;  // kept alive by the launch's library reference
+    q(s).enqueue(name, "shader", [launch] {
+      std::unique_ptr<runtime::KernelLaunch> own(launch);
+      kernels::run_jit_kernel(*own);
+    });
   }
   void copy_from_host(runtime::StreamImpl& s, void* dst, const void* src, std::size_t n,
                       std::shared_ptr<void> keep) override {

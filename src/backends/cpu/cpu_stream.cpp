@@ -2,6 +2,7 @@
 
 #include <exception>
 
+#include "backends/cpu/spin.hpp"
 #include "bronze/error.hpp"
 #include "runtime/capture.hpp"
 #include "runtime/json_util.hpp"
@@ -23,7 +24,7 @@ CpuStream::~CpuStream() {
   worker_.join();
 }
 
-void CpuStream::enqueue(std::string name, const char* category, std::function<void()> fn) {
+void CpuStream::enqueue(const char* name, const char* category, std::function<void()> fn) {
   // Shader dispatches are captured by the shader layer, with their arguments.
   if (runtime::capture::active() && std::string(category) != "shader")
     runtime::capture::record("\"op\":" + runtime::json_quote(name) + ",\"category\":" +
@@ -33,7 +34,7 @@ void CpuStream::enqueue(std::string name, const char* category, std::function<vo
   bool serialize = runtime::prof::active() && runtime::prof::mode().serialize;
   {
     std::lock_guard<std::mutex> g(mu_);
-    queue_.push_back(Op{std::move(name), category, std::move(fn)});
+    queue_.push_back(Op{name, category, std::move(fn)});
     ++submitted_;
   }
   work_cv_.notify_one();
@@ -47,6 +48,7 @@ void CpuStream::run() {
   const std::string dev = device_.str();
   for (;;) {
     Op op;
+    spin_until([&] { return submitted_.load(std::memory_order_acquire) != completed_.load(std::memory_order_relaxed); });
     {
       std::unique_lock<std::mutex> lock(mu_);
       work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
@@ -64,27 +66,30 @@ void CpuStream::run() {
     } catch (...) {
       error = "unknown exception";
     }
-    if (profiling) {
-      runtime::prof::record_op(
-          {op.name, op.category, dev, id_, begin, runtime::prof::now_ns()});
-    }
-    op.fn = nullptr;  // release captured buffers before signalling completion
+    if (profiling) runtime::prof::record_op({op.name, op.category, dev, id_, begin, runtime::prof::now_ns()});
+    std::string failure;
+    if (!error.empty())
+      failure = std::string("'") + op.name + "' failed on " + dev + " stream " + std::to_string(id_) + ": " + error;
+    op.fn = nullptr;  // release captured buffers (and the op's name) before signalling completion
     {
       std::lock_guard<std::mutex> g(mu_);
-      if (!error.empty() && error_count_++ == 0)
-        first_error_ = "'" + op.name + "' failed on " + dev + " stream " +
-                       std::to_string(id_) + ": " + error;
+      if (!failure.empty() && error_count_++ == 0) first_error_ = std::move(failure);
       ++completed_;
+      if (waiters_ == 0) continue;
     }
     done_cv_.notify_all();
   }
 }
 
 void CpuStream::wait_idle(std::unique_lock<std::mutex>& lock) {
+  ++waiters_;
   done_cv_.wait(lock, [&] { return completed_ == submitted_; });
+  --waiters_;
 }
 
 void CpuStream::synchronize() {
+  std::uint64_t target = submitted_.load(std::memory_order_acquire);
+  spin_until([&] { return completed_.load(std::memory_order_acquire) >= target; });
   std::unique_lock<std::mutex> lock(mu_);
   wait_idle(lock);
   if (error_count_ == 0) return;

@@ -3,6 +3,7 @@
 // the next synchronize(), like asynchronous device errors.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -25,12 +26,13 @@ class CpuStream final : public runtime::StreamImpl {
   void synchronize() override;
   bool query() override;
 
-  // Queues `fn`. `name` and `category` label it in profiles and errors.
-  void enqueue(std::string name, const char* category, std::function<void()> fn);
+  // Queues `fn`. `name` and `category` label it in profiles and errors; both
+  // must stay valid until the op has run (literals, or names the op keeps alive).
+  void enqueue(const char* name, const char* category, std::function<void()> fn);
 
  private:
   struct Op {
-    std::string name;
+    const char* name;
     const char* category;
     std::function<void()> fn;
   };
@@ -42,7 +44,10 @@ class CpuStream final : public runtime::StreamImpl {
   std::mutex mu_;
   std::condition_variable work_cv_, done_cv_;
   std::deque<Op> queue_;
-  std::uint64_t submitted_ = 0, completed_ = 0;
+  // Written under mu_, read without it by the short spins that keep
+  // launch-to-completion latency off the futex path.
+  std::atomic<std::uint64_t> submitted_{0}, completed_{0};
+  int waiters_ = 0;  // threads in wait_idle (the worker signals only then)
   std::string first_error_;
   std::uint64_t error_count_ = 0;
   bool stop_ = false;

@@ -1,5 +1,7 @@
 #include "backends/cpu/thread_pool.hpp"
 
+#include "backends/cpu/spin.hpp"
+
 #include <sched.h>
 
 #include <algorithm>
@@ -68,13 +70,17 @@ void ThreadPool::run_chunks(Job& job) {
 void ThreadPool::worker() {
   for (;;) {
     std::shared_ptr<Job> job;
+    spin_until([&] { return queued_.load(std::memory_order_acquire) > 0; });
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
       if (stop_) return;
       job = jobs_.front();
       // A job whose chunks are all taken leaves the queue; its stragglers finish.
-      if (job->next.load() + job->chunk >= job->n) jobs_.pop_front();
+      if (job->next.load() + job->chunk >= job->n) {
+        jobs_.pop_front();
+        queued_.store(static_cast<int>(jobs_.size()), std::memory_order_release);
+      }
     }
     run_chunks(*job);
   }
@@ -97,6 +103,7 @@ void ThreadPool::parallel_for(std::int64_t n, std::int64_t grain,
   {
     std::lock_guard<std::mutex> g(mu_);
     jobs_.push_back(job);
+    queued_.store(static_cast<int>(jobs_.size()), std::memory_order_release);
   }
   cv_.notify_all();
   run_chunks(*job);
@@ -108,6 +115,7 @@ void ThreadPool::parallel_for(std::int64_t n, std::int64_t grain,
     std::lock_guard<std::mutex> g(mu_);
     auto it = std::find(jobs_.begin(), jobs_.end(), job);
     if (it != jobs_.end()) jobs_.erase(it);
+    queued_.store(static_cast<int>(jobs_.size()), std::memory_order_release);
   }
   if (job->error) std::rethrow_exception(job->error);
 }

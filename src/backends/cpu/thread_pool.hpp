@@ -3,6 +3,7 @@
 // callers (one per stream) may use the pool at once.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -35,6 +36,7 @@ class ThreadPool {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Job>> jobs_;
+  std::atomic<int> queued_{0};  // jobs_.size(), for workers polling without the lock
   bool stop_ = false;
   std::vector<std::thread> workers_;
 };

@@ -14,6 +14,65 @@ struct bronze_launch {
 template <class T> struct __remove_ref { typedef T type; };
 template <class T> struct __remove_ref<T&> { typedef T type; };
 
+// Fiber context switches. On x86-64 a dozen instructions save the
+// callee-saved registers and swap stacks (ucontext's swapcontext makes a
+// system call per switch, which dominated barrier-heavy kernels); elsewhere
+// ucontext is the portable fallback.
+#if defined(__x86_64__)
+extern "C" void bronze_fiber_switch(void** save_sp, void* load_sp);
+asm(R"(
+  .text
+  .p2align 4
+  .globl bronze_fiber_switch
+  .hidden bronze_fiber_switch
+  .type bronze_fiber_switch, @function
+bronze_fiber_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size bronze_fiber_switch, .-bronze_fiber_switch
+)");
+namespace bronze_rt {
+struct fiber { void* sp = nullptr; };
+inline void fiber_switch(fiber& from, fiber& to) { bronze_fiber_switch(&from.sp, to.sp); }
+// The first switch to a fresh stack "returns" into entry with the ABI's
+// alignment (rsp = 8 mod 16 at function entry).
+inline void fiber_init(fiber& f, char* stack, size_t size, void (*entry)()) {
+  uintptr_t top = ((uintptr_t)(stack + size)) & ~(uintptr_t)15;
+  void** sp = (void**)(top - 16);
+  sp[0] = (void*)entry;  // popped by ret
+  sp[1] = nullptr;       // entry never returns
+  sp -= 6;               // r15 r14 r13 r12 rbx rbp
+  for (int i = 0; i < 6; ++i) sp[i] = nullptr;
+  f.sp = sp;
+}
+}  // namespace bronze_rt
+#else
+namespace bronze_rt {
+struct fiber { ucontext_t uc; };
+inline void fiber_switch(fiber& from, fiber& to) { swapcontext(&from.uc, &to.uc); }
+inline void fiber_init(fiber& f, char* stack, size_t size, void (*entry)()) {
+  getcontext(&f.uc);
+  f.uc.uc_stack.ss_sp = stack;
+  f.uc.uc_stack.ss_size = size;
+  f.uc.uc_link = nullptr;
+  makecontext(&f.uc, entry, 0);
+}
+}  // namespace bronze_rt
+#endif
+
 namespace bronze_rt {
 struct ids {
   uint3 tpig, tpitg, tgpig, tptg, dtptg, tpg, tgpg;  // tptg: actual (partial) size, dtptg: dispatched
@@ -27,8 +86,8 @@ constexpr int kSlot = 64;  // bytes a lane can exchange (up to a 4 x 64-bit vect
 struct group_ctx {
   int n = 0;
   int cur = 0;
-  ucontext_t main;
-  ucontext_t* ctx = nullptr;
+  fiber main;
+  fiber* ctx = nullptr;
   fiber_state* st = nullptr;
   ids* id = nullptr;
   unsigned char* xchg = nullptr;  // [simdgroup][parity][lane][kSlot]
@@ -106,16 +165,19 @@ inline void run_groups(const bronze_launch* L, uint64_t g0, uint64_t g1, F&& f) 
   }
 }
 
-inline void fiber_main(int index) {
+inline void fiber_main() {
   group_ctx* g = cur_group;
+  int index = g->cur;
   g->invoke(g->fn, g->id[index]);
-  g->st[index] = DONE;  // uc_link returns to the scheduler
+  g->st[index] = DONE;
+  fiber_switch(g->ctx[index], g->main);  // never resumed
+  __builtin_unreachable();
 }
 
 inline void yield_as(fiber_state s) {
   group_ctx* g = cur_group;
   g->st[g->cur] = s;
-  swapcontext(&g->ctx[g->cur], &g->main);
+  fiber_switch(g->ctx[g->cur], g->main);
 }
 
 // Lanes of `sg` waiting at a collective are released together; mask records them.
@@ -148,12 +210,12 @@ inline void run_groups_cooperative(const bronze_launch* L, uint64_t g0, uint64_t
   const uint32_t max_threads = L->group[0] * L->group[1] * L->group[2];
   const int nsg = (int)((max_threads + kSimd - 1) / kSimd);
   // One per-OS-thread block: contexts, states, ids, exchange slots, stacks.
-  const size_t n_ctx = sizeof(ucontext_t) * max_threads, n_st = sizeof(fiber_state) * max_threads,
+  const size_t n_ctx = sizeof(fiber) * max_threads, n_st = sizeof(fiber_state) * max_threads,
                n_id = sizeof(ids) * max_threads, n_x = (size_t)nsg * 2 * kSimd * kSlot;
   auto round16 = [](size_t v) { return (v + 15) & ~(size_t)15; };
   char* mem = (char*)fiber_scratch.get(round16(n_ctx) + round16(n_st) + round16(n_id) + n_x +
                                        kFiberStack * max_threads);
-  ucontext_t* ctx = (ucontext_t*)mem;
+  fiber* ctx = (fiber*)mem;
   fiber_state* st = (fiber_state*)(mem + round16(n_ctx));
   ids* idv = (ids*)(mem + round16(n_ctx) + round16(n_st));
   unsigned char* xchg = (unsigned char*)(mem + round16(n_ctx) + round16(n_st) + round16(n_id));
@@ -185,17 +247,13 @@ inline void run_groups_cooperative(const bronze_launch* L, uint64_t g0, uint64_t
           thread_ids(L, id, lx, ly, lz, a);
           idv[k] = id;
           st[k] = RUN;
-          getcontext(&ctx[k]);
-          ctx[k].uc_stack.ss_sp = stacks + (size_t)k * kFiberStack;
-          ctx[k].uc_stack.ss_size = kFiberStack;
-          ctx[k].uc_link = &g.main;
-          makecontext(&ctx[k], (void (*)())fiber_main, 1, k);
+          fiber_init(ctx[k], stacks + (size_t)k * kFiberStack, kFiberStack, fiber_main);
         }
     for (;;) {
       for (int i = 0; i < g.n; ++i) {
         if (st[i] != RUN) continue;
         g.cur = i;
-        swapcontext(&g.main, &ctx[i]);
+        fiber_switch(g.main, ctx[i]);
       }
       bool done = true, all_tg = true;
       for (int i = 0; i < g.n; ++i) {
