@@ -120,4 +120,12 @@ class Library {
 // Throws ShaderCompileError with the user's line and column on a bad shader.
 Library compile_shader(const std::string& source, const CompileOptions& options = {});
 
+// Ahead-of-time compilation to bronze's library format (.bronzelib): the
+// source plus the compiled object for this host.
+std::vector<std::uint8_t> compile_library(const std::string& source, const CompileOptions& options = {});
+// Loads a .bronzelib (an object for another host is rebuilt from the source
+// it carries). Throws ValueError on anything else, naming Apple .metallib files.
+Library load_metallib(const std::vector<std::uint8_t>& bytes, std::optional<Device> device = std::nullopt);
+Library load_metallib_file(const std::string& path, std::optional<Device> device = std::nullopt);
+
 }  // namespace bronze

@@ -103,6 +103,29 @@ def set_per_process_memory_fraction(fraction, device=None):
     _C._set_per_process_memory_fraction(fraction, device)
 
 
+def load_metallib(source, device=None):
+    """Loads a precompiled kernel library: bytes/bytearray, or a path (str/PathLike).
+
+    Reads bronze's .bronzelib format (`bronze compile FILE.metal -o FILE.bronzelib`);
+    Apple .metallib files get a ValueError saying so.
+    """
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        data = bytes(source)
+    elif isinstance(source, (str, _os.PathLike)):
+        with open(source, "rb") as f:
+            data = f.read()
+    else:
+        raise TypeError(f"load_metallib needs bytes, bytearray, str or os.PathLike, got {type(source).__name__}")
+    return _C._load_metallib(data, device)
+
+
+def compile_library(source, filename="shader.metal", device=None):
+    """Compiles Metal source ahead of time into .bronzelib bytes (for load_metallib)."""
+    if not isinstance(source, str):
+        raise TypeError(f"compile_library needs the source as str, got {type(source).__name__}")
+    return _C._compile_library(source, filename, device)
+
+
 def get_rng_state(device=None):
     """The generator state of the device as a uint8 CPU tensor (44 bytes)."""
     import numpy as np

@@ -1,6 +1,7 @@
 """The bronze command line.
 
     bronze info                    devices, backends, compiler and cache
+    bronze compile FILE.metal -o FILE.bronzelib   compile ahead of time
     bronze capture show FILE       list the commands of a capture file
     bronze capture replay FILE     run a capture's kernels again
 """
@@ -24,6 +25,26 @@ def _info(args):
     c = bronze.cache_info()
     print(f"  shader compiler (CPU): {c['compiler'] or 'none'}")
     print(f"  compile cache: {c['status']}")
+    return 0
+
+
+def _compile(args):
+    import os
+
+    import bronze
+
+    with open(args.file, encoding="utf-8") as f:
+        source = f.read()
+    out = args.output or os.path.splitext(args.file)[0] + ".bronzelib"
+    try:
+        data = bronze.compile_library(source, filename=os.path.basename(args.file))
+    except bronze.ShaderCompileError as e:
+        print(e, file=sys.stderr)
+        return 1
+    with open(out, "wb") as f:
+        f.write(data)
+    lib = bronze.load_metallib(data)
+    print(f"{out}: {len(data)} bytes, kernels: {', '.join(lib.kernel_names) or '(none)'}")
     return 0
 
 
@@ -83,6 +104,10 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="bronze", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="devices, backends and limits").set_defaults(func=_info)
+    comp = sub.add_parser("compile", help="compile a Metal file ahead of time to a .bronzelib")
+    comp.add_argument("file")
+    comp.add_argument("-o", "--output", help="output path (default: FILE with .bronzelib)")
+    comp.set_defaults(func=_compile)
     cap = sub.add_parser("capture", help="inspect or replay a capture file").add_subparsers(dest="action", required=True)
     show = cap.add_parser("show", help="list the captured commands")
     show.add_argument("file")

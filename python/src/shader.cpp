@@ -185,6 +185,24 @@ void bind_shader(nb::module_& m) {
     return d;
   }, "The compile cache: where it is (or why it is off) and its counters.");
 
+  m.def("_compile_library", [](const std::string& src, const std::string& filename, std::optional<Device> device) {
+    CompileOptions o;
+    o.filename = filename;
+    o.device = device;
+    std::vector<std::uint8_t> bytes;
+    {
+      nb::gil_scoped_release g;
+      bytes = compile_library(src, o);
+    }
+    return nb::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  }, nb::arg("source"), nb::arg("filename") = "shader.metal", nb::arg("device") = nb::none());
+  m.def("_load_metallib", [](nb::bytes data, std::optional<Device> device) {
+    const auto* p = static_cast<const std::uint8_t*>(data.data());
+    std::vector<std::uint8_t> bytes(p, p + data.size());
+    nb::gil_scoped_release g;
+    return load_metallib(bytes, device);
+  }, nb::arg("data"), nb::arg("device") = nb::none());
+
   m.def("compile_shader", [](nb::handle source, const std::string& language, std::optional<Device> device,
                              const std::string& filename) {
     if (!PyUnicode_Check(source.ptr()))

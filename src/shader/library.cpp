@@ -1,19 +1,24 @@
 // compile_shader, libraries and kernel dispatch: argument checks and binding
 // by the parsed signature, then a launch queued on the device's stream.
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <mutex>
 #include <unordered_map>
 
 #include "bronze/error.hpp"
 #include "bronze/shader.hpp"
+#include "jit/disk_cache.hpp"
 #include "jit/host_compiler.hpp"
 #include "jit/sha256.hpp"
 #include "runtime/capture.hpp"
 #include "runtime/device_impl.hpp"
 #include "runtime/json_util.hpp"
+#include "shader/bronzelib.hpp"
 #include "shader/metal_headers.hpp"
 #include "shader/parser.hpp"
 #include "shader/rewrite_cpu.hpp"
@@ -83,15 +88,20 @@ std::string source_excerpt(const std::string& src, int line, int col) {
   throw ShaderCompileError(first + "\n" + source_excerpt(src, line, col) + rest, line, col);
 }
 
-std::shared_ptr<detail::LibraryImpl> build_cpu(const std::string& src, const CompileOptions& opt) {
-  shader::ParsedSource ps = shader::parse(src, opt.filename);
-  std::string cpp = shader::rewrite_for_cpu(src, ps, opt.filename);
+// Compiles Metal source for the host CPU; returns the shared object's path.
+std::string compile_cpu_object(const std::string& src, const shader::ParsedSource& ps, const std::string& filename) {
+  std::string cpp = shader::rewrite_for_cpu(src, ps, filename);
   auto r = jit::build_shared_object(
       cpp, {{"bronze_metal.h", shader::embedded::bronze_metal_h}, {"bronze_metal_dispatch.h", shader::embedded::bronze_metal_dispatch_h}},
       {"-std=c++17", "-O2", "-fPIC", "-shared", "-w", "-fno-exceptions", "-fno-math-errno",
        "-fdiagnostics-color=never", "-include", "bronze_metal.h"});
-  if (r.so_path.empty()) raise_compile_error(r.diagnostics, src, opt.filename);
-  void* h = ::dlopen(r.so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (r.so_path.empty()) raise_compile_error(r.diagnostics, src, filename);
+  return r.so_path;
+}
+
+std::shared_ptr<detail::LibraryImpl> load_cpu_object(const std::string& src, const shader::ParsedSource& ps,
+                                                     const std::string& so_path) {
+  void* h = ::dlopen(so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) throw Error(std::string("cannot load the compiled shader: ") + ::dlerror());
   // Libraries stay loaded for the process: queued launches and thread-local
   // scratch inside them must outlive every Library handle.
@@ -159,13 +169,25 @@ std::string arg_label(const KernelParam& p) {
 }
 }  // namespace
 
+namespace {
+void check_cpu_metal(const Device& d, const std::string& language) {
+  if (d.type != DeviceType::CPU || language != "metal")
+    throw NotSupportedError("shaders for " + d.str() + " in language '" + language +
+                            "' need the CUDA backend, which this build does not have yet");
+}
+
+std::vector<std::uint8_t> read_binary(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw ValueError("cannot open '" + path + "'");
+  return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(f), {});
+}
+}  // namespace
+
 Library compile_shader(const std::string& source, const CompileOptions& options) {
   Device d = runtime::resolve(options.device);
   if (options.language != "metal" && options.language != "cuda")
     throw ValueError("unknown shader language '" + options.language + "': expected 'metal' or 'cuda'");
-  if (d.type != DeviceType::CPU || options.language != "metal")
-    throw NotSupportedError("shaders for " + d.str() + " in language '" + options.language +
-                            "' need the CUDA backend, which this build does not have yet");
+  check_cpu_metal(d, options.language);
   static std::mutex mu;
   static std::unordered_map<std::string, std::shared_ptr<detail::LibraryImpl>> hot;
   std::string key = options.language + '\0' + options.filename + '\0' + d.str() + '\0' + source;
@@ -174,11 +196,56 @@ Library compile_shader(const std::string& source, const CompileOptions& options)
     auto it = hot.find(key);
     if (it != hot.end()) return Library(it->second);
   }
-  auto lib = build_cpu(source, options);  // outside the lock: compiles can run in parallel
+  shader::ParsedSource ps = shader::parse(source, options.filename);
+  // Outside the lock: compiles can run in parallel.
+  auto lib = load_cpu_object(source, ps, compile_cpu_object(source, ps, options.filename));
   lib->device = d;
   std::lock_guard<std::mutex> g(mu);
   auto [it, inserted] = hot.emplace(key, lib);
   return Library(it->second);
+}
+
+std::vector<std::uint8_t> compile_library(const std::string& source, const CompileOptions& options) {
+  check_cpu_metal(runtime::resolve(options.device), options.language);
+  shader::ParsedSource ps = shader::parse(source, options.filename);
+  shader::LibraryFile f;
+  f.source = source;
+  f.filename = options.filename;
+  f.objects.emplace_back(shader::host_cpu_target(), read_binary(compile_cpu_object(source, ps, options.filename)));
+  return shader::encode_library(f);
+}
+
+Library load_metallib(const std::vector<std::uint8_t>& bytes, std::optional<Device> device) {
+  Device d = runtime::resolve(device);
+  check_cpu_metal(d, "metal");
+  shader::LibraryFile f = shader::decode_library(bytes.data(), bytes.size());
+  shader::ParsedSource ps = shader::parse(f.source, f.filename);
+  std::string so_path;
+  for (const auto& [target, object] : f.objects) {
+    if (target != shader::host_cpu_target()) continue;
+    // Content-addressed like compiled objects, so loading twice reuses one file.
+    std::string key = jit::Sha256().update(object.data(), object.size()).hex();
+    auto& cache = jit::DiskCache::instance();
+    if (auto hit = cache.lookup(key, ".so")) {
+      so_path = *hit;
+    } else {
+      std::string dir = cache.make_work_dir();
+      std::string tmp = dir + "/object.so";
+      std::ofstream(tmp, std::ios::binary).write(reinterpret_cast<const char*>(object.data()),
+                                                 static_cast<std::streamsize>(object.size()));
+      so_path = cache.store(key, ".so", tmp);
+      if (so_path != tmp) ::rmdir(dir.c_str());
+    }
+  }
+  // No object for this host: build one from the library's source.
+  if (so_path.empty()) so_path = compile_cpu_object(f.source, ps, f.filename);
+  auto lib = load_cpu_object(f.source, ps, so_path);
+  lib->device = d;
+  return Library(lib);
+}
+
+Library load_metallib_file(const std::string& path, std::optional<Device> device) {
+  return load_metallib(read_binary(path), device);
 }
 
 std::vector<std::string> Library::kernel_names() const {

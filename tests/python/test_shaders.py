@@ -431,3 +431,45 @@ def test_capture_show_and_replay(tmp_path, monkeypatch, capsys):
     assert "kernel full" in out and "grid (32, 1, 1)" in out and "0x00002040" in out  # 2.5f
     assert main(["capture", "replay", str(cap)]) == 0
     assert "replayed 1 kernel dispatches" in capsys.readouterr().out
+
+
+def test_load_metallib_round_trip(tmp_path):
+    from bronze.__main__ import main
+
+    src = tmp_path / "k.metal"
+    src.write_text(SEED)
+    out = tmp_path / "k.bronzelib"
+    assert main(["compile", str(src), "-o", str(out)]) == 0
+    for arg in (out, str(out), out.read_bytes(), bytearray(out.read_bytes())):
+        lib = bronze.load_metallib(arg)
+        x = bronze.empty(4)
+        lib.full(x, 6.0)
+        assert x.numpy().tolist() == [6.0] * 4
+    with pytest.raises(TypeError):
+        bronze.load_metallib(42)
+    with pytest.raises(ValueError, match="Apple"):
+        bronze.load_metallib(b"MTLB" + bytes(60))
+    with pytest.raises(ValueError, match="BRZL"):
+        bronze.load_metallib(b"\x7fELF....")
+    data = bytearray(out.read_bytes())
+    with pytest.raises(ValueError, match="truncated"):
+        bronze.load_metallib(bytes(data[: len(data) // 2]))
+    data[40] ^= 1
+    with pytest.raises(ValueError, match="checksum|truncated"):
+        bronze.load_metallib(bytes(data))
+    bad = tmp_path / "bad.metal"
+    bad.write_text("kernel void f(device float* o) {\n  o[0] = nope;\n}\n")
+    assert main(["compile", str(bad)]) == 1
+
+
+def test_library_for_another_host_rebuilds_from_source():
+    data = bronze.compile_library(SEED)
+    # Rename the object's target: this host no longer matches it.
+    import bronze._C as C  # noqa: F401
+    target = f"cpu-{__import__('platform').machine()}-linux".encode()
+    other = data.replace(target, b"cpu-vax-linux" + b"_" * (len(target) - len(b"cpu-vax-linux")), 1)
+    assert other != data
+    lib = bronze.load_metallib(other)
+    x = bronze.empty(2)
+    lib.full(x, 1.5)
+    assert x.numpy().tolist() == [1.5, 1.5]
