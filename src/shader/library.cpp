@@ -27,12 +27,6 @@
 
 namespace bronze {
 
-int KernelInfo::bindings() const {
-  int n = 0;
-  for (const auto& p : params) n += p.binding >= 0;
-  return n;
-}
-
 namespace detail {
 struct LibraryImpl {
   Device device;
@@ -93,7 +87,7 @@ std::string compile_cpu_object(const std::string& src, const shader::ParsedSourc
   std::string cpp = shader::rewrite_for_cpu(src, ps, filename);
   auto r = jit::build_shared_object(
       cpp, {{"bronze_metal.h", shader::embedded::bronze_metal_h}, {"bronze_metal_dispatch.h", shader::embedded::bronze_metal_dispatch_h}},
-      {"-std=c++17", "-O2", "-fPIC", "-shared", "-w", "-fno-exceptions", "-fno-math-errno",
+      {"-std=c++17", "-O3", "-fPIC", "-shared", "-fvisibility=hidden", "-w", "-fno-exceptions", "-fno-math-errno",
        "-fdiagnostics-color=never", "-include", "bronze_metal.h"});
   if (r.so_path.empty()) raise_compile_error(r.diagnostics, src, filename);
   return r.so_path;

@@ -6,6 +6,14 @@
 
 #include "bronze/error.hpp"
 
+namespace bronze {
+int KernelInfo::bindings() const {
+  int n = 0;
+  for (const auto& p : params) n += p.binding >= 0;
+  return n;
+}
+}  // namespace bronze
+
 namespace bronze::shader {
 namespace {
 

@@ -18,6 +18,31 @@ int components(const std::string& type) {
   return last == '2' ? 2 : last == '3' ? 3 : last == '4' ? 4 : 1;
 }
 
+// Kernels whose only thread attribute is thread_position_in_grid, on a 1-D
+// grid, run as one flat loop over their range with the arguments hoisted:
+// the shape the host compiler vectorizes.
+bool flat_loop_ok(const ParsedKernel& pk) {
+  if (pk.info.cooperative) return false;
+  for (const ParsedParam& p : pk.params) {
+    if (p.info.kind == ParamKind::ThreadgroupBuffer) return false;
+    if (p.info.kind == ParamKind::Attribute && p.info.attribute != "thread_position_in_grid") return false;
+  }
+  return true;
+}
+
+std::string flat_arg_expr(const ParsedParam& p) {
+  if (p.info.kind != ParamKind::Attribute) return "a" + std::to_string(p.info.binding);
+  int n = components(p.info.type);
+  if (n == 1) return "(" + p.info.type + ")(i)";
+  return p.info.type + (n == 2 ? "((uint)i, 0u)" : "((uint)i, 0u, 0u)");
+}
+
+std::string hoisted_arg(const ParsedParam& p) {
+  std::string b = std::to_string(p.info.binding);
+  bool ref = !p.pointer;
+  return "  " + p.cast_type + (ref ? "& a" : "* a") + b + " = " + (ref ? "*(" : "(") + p.cast_type + "*)a[" + b + "];\n";
+}
+
 std::string arg_expr(const ParsedParam& p) {
   const KernelParam& k = p.info;
   std::string b = std::to_string(k.binding);
@@ -100,7 +125,10 @@ std::string rewrite_for_cpu(const std::string& src, const ParsedSource& ps, cons
   }
   body.append(src, pos, std::string::npos);
 
-  std::string out = "#line 1 \"" + filename + "\"\n" + body + "\n#line 1 \"bronze-entry.cpp\"\n";
+  // Only the entries are exported (-fvisibility=hidden): kernel functions
+  // that cannot be interposed are inlined into the loops and vectorized.
+  std::string out = "#line 1 \"" + filename + "\"\n" + body +
+                    "\n#line 1 \"bronze-entry.cpp\"\n#define BRONZE_EXPORT __attribute__((visibility(\"default\")))\n";
   for (std::size_t k = 0; k < ps.kernels.size(); ++k) {
     const ParsedKernel& pk = ps.kernels[k];
     std::string n = std::to_string(k);
@@ -110,17 +138,30 @@ std::string rewrite_for_cpu(const std::string& src, const ParsedSource& ps, cons
       args += (args.empty() ? "" : ", ") + arg_expr(p);
       if (p.info.binding >= 0) bound[p.info.binding] = &p;
     }
-    out += "extern \"C\" void bronze_entry_" + n +
+    std::string flat;
+    if (flat_loop_ok(pk)) {
+      std::string hoist, fargs;
+      for (const ParsedParam& p : pk.params) {
+        if (p.info.kind != ParamKind::Attribute) hoist += hoisted_arg(p);
+        fargs += (fargs.empty() ? "" : ", ") + flat_arg_expr(p);
+      }
+      flat = "  if (L->grid[1] == 1 && L->grid[2] == 1) {\n" + hoist +
+             "    uint64_t begin = g0 * L->group[0], end = g1 * L->group[0];\n"
+             "    if (end > L->grid[0]) end = L->grid[0];\n"
+             "    for (uint64_t i = begin; i < end; ++i) " + pk.call + "(" + fargs + ");\n"
+             "    return;\n  }\n";
+    }
+    out += "extern \"C\" BRONZE_EXPORT void bronze_entry_" + n +
            "(void* const* a, const bronze_launch* L, uint64_t g0, uint64_t g1) {\n"
-           "  (void)a;\n"
+           "  (void)a;\n" + flat +
            "  auto f = [&](const bronze_rt::ids& id) { (void)id; " + pk.call + "(" + args + "); };\n"
            "  bronze_rt::" + (pk.info.cooperative ? "run_groups_cooperative" : "run_groups") + "(L, g0, g1, f);\n}\n";
-    out += "extern \"C\" const unsigned long long bronze_sizes_" + n + "[] = {";
+    out += "extern \"C\" BRONZE_EXPORT const unsigned long long bronze_sizes_" + n + "[] = {";
     for (const ParsedParam* p : bound) out += "sizeof(" + p->info.type + "), ";
     out += "0};\n";
     std::string tg = "0";
     for (const std::string& e : pk.threadgroup_sizes) tg += " + " + e;
-    out += "extern \"C\" const unsigned long long bronze_tgmem_" + n + " = " + tg + ";\n";
+    out += "extern \"C\" BRONZE_EXPORT const unsigned long long bronze_tgmem_" + n + " = " + tg + ";\n";
   }
   return out;
 }

@@ -2,8 +2,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <thread>
 
+#include "backends/cpu/cpu_device.hpp"
 #include "backends/cpu/cpu_stream.hpp"
 #include "bronze/bronze.hpp"
 
@@ -132,4 +134,20 @@ TEST(Event, WaitOrdersStreams) {
   cpu(consumer).enqueue("consume", "test", [&] { seen = value.load(); });
   consumer.synchronize();
   EXPECT_EQ(seen, 42);
+}
+
+TEST(Device, RecommendedMemoryHonoursCgroupLimits) {
+  std::string dir = ::testing::TempDir();
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir + "/" + name) << text;
+    return dir + "/" + name;
+  };
+  std::string meminfo = write("meminfo", "MemTotal:       16384000 kB\nMemFree:        1000 kB\n");
+  std::string v2 = write("memory.max", "4294967296\n");
+  std::string unlimited = write("memory.max.unlimited", "max\n");
+  EXPECT_EQ(bronze::cpu::memory_limit_from(meminfo, {}), 16384000ull * 1024);
+  EXPECT_EQ(bronze::cpu::memory_limit_from(meminfo, {v2}), 4294967296ull);
+  EXPECT_EQ(bronze::cpu::memory_limit_from(meminfo, {unlimited, dir + "/missing"}), 16384000ull * 1024);
+  EXPECT_EQ(bronze::get_device_properties(bronze::Device()).recommended_max_memory,
+            bronze::cpu::host_memory_limit());
 }

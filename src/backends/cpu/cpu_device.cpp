@@ -176,8 +176,13 @@ class CpuDevice final : public runtime::DeviceImpl {
 }  // namespace
 
 std::size_t host_memory_limit() {
+  return memory_limit_from("/proc/meminfo",
+                           {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"});
+}
+
+std::size_t memory_limit_from(const std::string& meminfo, const std::vector<std::string>& cgroup_limits) {
   std::size_t total = 0;
-  std::ifstream f("/proc/meminfo");
+  std::ifstream f(meminfo);
   std::string key;
   std::size_t kb;
   while (f >> key >> kb) {
@@ -187,8 +192,8 @@ std::size_t host_memory_limit() {
     }
     f.ignore(256, '\n');
   }
-  for (const char* p : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
-    std::size_t lim = read_number(p);
+  for (const std::string& p : cgroup_limits) {
+    std::size_t lim = read_number(p.c_str());
     if (lim > 0 && (total == 0 || lim < total)) total = lim;
   }
   return total;

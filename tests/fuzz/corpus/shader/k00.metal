@@ -1,0 +1,1 @@
+Metal kernels compiled by bronze on the CPU backend, checked against NumPy.

@@ -1,0 +1,18 @@
+// libFuzzer target: the MSL front end (lexer, parser, CPU rewriter) on
+// arbitrary text. Anything but a bronze::Error escaping, or a crash, is a bug.
+#include <cstdint>
+#include <string>
+
+#include "bronze/error.hpp"
+#include "shader/parser.hpp"
+#include "shader/rewrite_cpu.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  std::string src(reinterpret_cast<const char*>(data), size);
+  try {
+    auto parsed = bronze::shader::parse(src, "fuzz.metal");
+    (void)bronze::shader::rewrite_for_cpu(src, parsed, "fuzz.metal");
+  } catch (const bronze::Error&) {
+  }
+  return 0;
+}
