@@ -49,7 +49,7 @@ class Parser {
   ParsedSource run() {
     const auto& t = out_.tokens;
     std::size_t i = 0;
-    while (t[i].kind != Token::End) {
+    while (i < t.size() && t[i].kind != Token::End) {
       if (t[i].kind == Token::Preproc) {
         for (const Token& x : lex_line(t[i].text))
           if (x.kind == Token::Ident && is_collective(x.text)) all_cooperative_ = true;
@@ -133,7 +133,7 @@ class Parser {
     bool kernel = false;
     std::size_t start = i;
     std::size_t lparen = 0, rparen = 0;
-    while (t[i].kind != Token::End) {
+    while (i < t.size() && t[i].kind != Token::End) {
       const std::string& x = t[i].text;
       if (attribute_at(i)) {
         if (t[i + 2].text == "kernel") kernel = true;
@@ -197,6 +197,7 @@ class Parser {
       }
       if (!name_at && t[k].kind == Token::Ident && t[k + 1].text == "<" && t[k].text != "template") name_at = k;
     }
+    if (t[k].kind == Token::End) return k;  // no ';': the compiler reports it
     std::size_t end = k + 1;
     if (!name_at) return end;  // some other explicit instantiation
     auto it = templates_.find(t[name_at].text);
@@ -271,7 +272,8 @@ class Parser {
       ranges.clear();
     std::set<int> used_slots;
     std::vector<ParsedParam*> implicit;
-    for (auto [pb, pe] : ranges) {
+    for (const auto& range : ranges) {
+      const std::size_t pb = range.first, pe = range.second;
       ParsedParam p;
       p.info.line = t[pb].line;
       std::string space;

@@ -95,6 +95,7 @@ std::string rewrite_for_cpu(const std::string& src, const ParsedSource& ps, cons
         if (t[k].text == "]" && --d == 0) break;
       }
       for (std::size_t q = i; q <= k && t[q].kind != Token::End; ++q) blank(t[q]);
+      if (t[k].kind == Token::End) break;  // unclosed: the compiler reports it
       i = k;
       continue;
     }

@@ -1,9 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+
 #include "bronze/bronze.hpp"
 #include "jit/sha256.hpp"
 #include "shader/lexer.hpp"
 #include "shader/parser.hpp"
+#include "shader/rewrite_cpu.hpp"
 #include "shader/types.hpp"
 
 using bronze::ParamKind;
@@ -129,5 +133,20 @@ TEST(ShaderDispatch, CompileAndRunFromCpp) {
   } catch (const bronze::ShaderCompileError& e) {
     EXPECT_EQ(e.line(), 2);
     EXPECT_NE(std::string(e.what()).find("o[0] = nope;"), std::string::npos);
+  }
+}
+
+// Inputs the fuzzer once crashed on (tests/fuzz/regressions): each must now
+// parse or fail with a bronze error, under any build.
+TEST(Parser, FuzzRegressionsDoNotCrash) {
+  for (const char* name : {"shader-unclosed-attribute", "shader-instantiation-without-semicolon"}) {
+    std::ifstream f(std::string(BRONZE_SOURCE_DIR) + "/tests/fuzz/regressions/" + name, std::ios::binary);
+    ASSERT_TRUE(f) << name;
+    std::string src((std::istreambuf_iterator<char>(f)), {});
+    try {
+      auto ps = parse(src, "fuzz.metal");
+      (void)bronze::shader::rewrite_for_cpu(src, ps, "fuzz.metal");
+    } catch (const bronze::Error&) {
+    }
   }
 }
