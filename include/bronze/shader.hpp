@@ -100,6 +100,10 @@ struct CompileOptions {
   std::string language = "metal";  // "metal" (or "cuda" on the CUDA backend)
   std::optional<Device> device;    // default: the current device
   std::string filename = "shader.metal";  // names the source in error messages
+  // Bounds-check every buffer access; an access out of range fails the
+  // launch (DeviceError at the next synchronize, naming kernel, parameter
+  // and index) instead of touching memory. Slower: for debugging.
+  bool validate = false;
 };
 
 class Library {

@@ -204,7 +204,7 @@ void bind_shader(nb::module_& m) {
   }, nb::arg("data"), nb::arg("device") = nb::none());
 
   m.def("compile_shader", [](nb::handle source, const std::string& language, std::optional<Device> device,
-                             const std::string& filename) {
+                             const std::string& filename, bool validate) {
     if (!PyUnicode_Check(source.ptr()))
       throw TypeError(std::string("compile_shader needs the source as str, got ") + Py_TYPE(source.ptr())->tp_name);
     std::string src = nb::cast<std::string>(source);
@@ -212,10 +212,11 @@ void bind_shader(nb::module_& m) {
     o.language = language;
     o.device = device;
     o.filename = filename;
+    o.validate = validate;
     nb::gil_scoped_release g;  // compiles may take a while
     return compile_shader(src, o);
   }, nb::arg("source"), nb::arg("language") = "metal", nb::arg("device") = nb::none(),
-        nb::arg("filename") = "shader.metal");
+        nb::arg("filename") = "shader.metal", nb::arg("validate") = false);
 }
 
 }  // namespace bronze::py

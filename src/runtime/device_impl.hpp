@@ -37,6 +37,7 @@ struct KernelLaunch {
   struct Arg {
     void* ptr = nullptr;
     std::size_t inline_offset = SIZE_MAX;  // set: the argument is inline bytes
+    std::size_t bytes = 0;                 // its size (bounds checks)
   };
   std::vector<Arg> args;
   std::vector<std::uint8_t> inline_bytes;

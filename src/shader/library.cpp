@@ -83,8 +83,9 @@ std::string source_excerpt(const std::string& src, int line, int col) {
 }
 
 // Compiles Metal source for the host CPU; returns the shared object's path.
-std::string compile_cpu_object(const std::string& src, const shader::ParsedSource& ps, const std::string& filename) {
-  std::string cpp = shader::rewrite_for_cpu(src, ps, filename);
+std::string compile_cpu_object(const std::string& src, const shader::ParsedSource& ps, const std::string& filename,
+                               bool validate = false) {
+  std::string cpp = shader::rewrite_for_cpu(src, ps, filename, validate);
   auto r = jit::build_shared_object(
       cpp, {{"bronze_metal.h", shader::embedded::bronze_metal_h}, {"bronze_metal_dispatch.h", shader::embedded::bronze_metal_dispatch_h}},
       {"-std=c++17", "-O3", "-fPIC", "-shared", "-fvisibility=hidden", "-w", "-fno-exceptions", "-fno-math-errno",
@@ -184,7 +185,8 @@ Library compile_shader(const std::string& source, const CompileOptions& options)
   check_cpu_metal(d, options.language);
   static std::mutex mu;
   static std::unordered_map<std::string, std::shared_ptr<detail::LibraryImpl>> hot;
-  std::string key = options.language + '\0' + options.filename + '\0' + d.str() + '\0' + source;
+  std::string key = options.language + '\0' + options.filename + '\0' + d.str() + '\0' +
+                    (options.validate ? "validate" : "") + '\0' + source;
   {
     std::lock_guard<std::mutex> g(mu);
     auto it = hot.find(key);
@@ -192,7 +194,7 @@ Library compile_shader(const std::string& source, const CompileOptions& options)
   }
   shader::ParsedSource ps = shader::parse(source, options.filename);
   // Outside the lock: compiles can run in parallel.
-  auto lib = load_cpu_object(source, ps, compile_cpu_object(source, ps, options.filename));
+  auto lib = load_cpu_object(source, ps, compile_cpu_object(source, ps, options.filename, options.validate));
   lib->device = d;
   std::lock_guard<std::mutex> g(mu);
   auto [it, inserted] = hot.emplace(key, lib);
@@ -296,6 +298,7 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
         throw ValueError(arg_label(p) + " is not contiguous: buffers are flat memory; call .contiguous()");
       shader::check_buffer_dtype(p, t->dtype(), arg_label(p));
       l.args[i].ptr = t->data_ptr();
+      l.args[i].bytes = t->nbytes();
       if (auto keep = queued_use(t->storage())) l.keepalive.push_back(std::move(keep));
       if (!first_tensor) first_tensor = t;
       continue;
@@ -318,6 +321,7 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
     l.inline_bytes.resize(off + bytes.size());
     std::memcpy(l.inline_bytes.data() + off, bytes.data(), bytes.size());
     l.args[i].inline_offset = off;
+    l.args[i].bytes = bytes.size();
     inline_sizes[i] = bytes.size();
   }
 

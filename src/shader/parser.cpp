@@ -319,11 +319,14 @@ class Parser {
       skip.insert(name_at);
       p.info.name = t[name_at].text;
       p.info.type = type_text(pb, pe, subst, skip);
+      p.span_begin = t[pb].offset;
+      p.span_end = t[pe - 1].offset + t[pe - 1].text.size();
       if (p.info.type.empty()) fail(t[pb], "parameter '" + p.info.name + "' has no type");
       if (p.info.type.find("texture") != std::string::npos || p.info.type.find("sampler") != std::string::npos)
         fail(t[pb], "textures and samplers are not supported by bronze (parameter '" + p.info.name + "')");
       p.info.read_only = is_const || space == "constant";
       p.cast_type = (p.info.read_only ? "const " : "") + p.info.type;
+      p.def_cast_type = (p.info.read_only ? "const " : "") + type_text(pb, pe, {}, skip);
       std::string attribute;
       int buffer_index = -1, tg_index = -1;
       for (const std::string& a : attrs) {

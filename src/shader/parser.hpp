@@ -16,6 +16,10 @@ struct ParsedParam {
   std::string cast_type;  // C++ type for the entry's cast, address spaces removed ("const float")
   bool pointer = false;
   bool reference = false;
+  // As written in the (template) definition, for rewriting the signature:
+  std::string def_cast_type;      // "const T", address spaces removed
+  std::size_t span_begin = 0;     // byte offsets of the whole parameter
+  std::size_t span_end = 0;
 };
 
 struct ParsedKernel {

@@ -18,6 +18,11 @@ int components(const std::string& type) {
   return last == '2' ? 2 : last == '3' ? 3 : last == '4' ? 4 : 1;
 }
 
+// Buffer pointers become bounds-checked views under validate=True.
+bool checked(const ParsedParam& p, bool validate) {
+  return validate && p.info.kind == ParamKind::Buffer && p.pointer;
+}
+
 // Kernels whose only thread attribute is thread_position_in_grid, on a 1-D
 // grid, run as one flat loop over their range with the arguments hoisted:
 // the shape the host compiler vectorizes.
@@ -37,17 +42,15 @@ std::string flat_arg_expr(const ParsedParam& p) {
   return p.info.type + (n == 2 ? "((uint)i, 0u)" : "((uint)i, 0u, 0u)");
 }
 
-std::string hoisted_arg(const ParsedParam& p) {
-  std::string b = std::to_string(p.info.binding);
-  bool ref = !p.pointer;
-  return "  " + p.cast_type + (ref ? "& a" : "* a") + b + " = " + (ref ? "*(" : "(") + p.cast_type + "*)a[" + b + "];\n";
-}
 
-std::string arg_expr(const ParsedParam& p) {
+std::string arg_expr(const ParsedParam& p, bool validate) {
   const KernelParam& k = p.info;
   std::string b = std::to_string(k.binding);
   switch (k.kind) {
     case ParamKind::Buffer:
+      if (checked(p, validate))
+        return "bronze_bounded<" + p.cast_type + ">((" + p.cast_type + "*)a[" + b + "], L->arg_bytes[" + b +
+               "] / sizeof(" + p.cast_type + "), \"" + k.name + "\", L->fault)";
       return p.pointer ? "(" + p.cast_type + "*)a[" + b + "]" : "*(" + p.cast_type + "*)a[" + b + "]";
     case ParamKind::Scalar:
       return p.pointer ? "(" + p.cast_type + "*)a[" + b + "]" : "*(" + p.cast_type + "*)a[" + b + "]";
@@ -65,11 +68,26 @@ std::string arg_expr(const ParsedParam& p) {
   }
   return "";
 }
+
+std::string hoisted_arg(const ParsedParam& p, bool validate) {
+  std::string b = std::to_string(p.info.binding);
+  if (checked(p, validate)) return "  auto a" + b + " = " + arg_expr(p, true) + ";\n";
+  bool ref = !p.pointer;
+  return "  " + p.cast_type + (ref ? "& a" : "* a") + b + " = " + (ref ? "*(" : "(") + p.cast_type + "*)a[" + b + "];\n";
+}
 }  // namespace
 
-std::string rewrite_for_cpu(const std::string& src, const ParsedSource& ps, const std::string& filename) {
+std::string rewrite_for_cpu(const std::string& src, const ParsedSource& ps, const std::string& filename,
+                            bool validate) {
   const auto& t = ps.tokens;
   std::vector<Edit> edits;
+  if (validate) {  // signatures first: their edits cover the tokens inside
+    for (const ParsedKernel& pk : ps.kernels)
+      for (const ParsedParam& p : pk.params)
+        if (checked(p, true))
+          edits.push_back({p.span_begin, p.span_end - p.span_begin,
+                           "bronze_bounded<" + p.def_cast_type + "> " + p.info.name});
+  }
   auto blank = [&](const Token& tok) { edits.push_back({tok.offset, tok.text.size(), std::string(tok.text.size(), ' ')}); };
   int depth = 0;
   for (std::size_t i = 0; t[i].kind != Token::End; ++i) {
@@ -115,7 +133,9 @@ std::string rewrite_for_cpu(const std::string& src, const ParsedSource& ps, cons
       else blank(tok);
     }
   }
-  std::sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) { return a.offset < b.offset; });
+  // Stable: a signature edit comes before the token edits inside its span,
+  // which the loop below then skips.
+  std::stable_sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) { return a.offset < b.offset; });
   std::string body;
   std::size_t pos = 0;
   for (const Edit& e : edits) {
@@ -136,14 +156,14 @@ std::string rewrite_for_cpu(const std::string& src, const ParsedSource& ps, cons
     std::string args;
     std::vector<const ParsedParam*> bound(pk.info.bindings(), nullptr);
     for (const ParsedParam& p : pk.params) {
-      args += (args.empty() ? "" : ", ") + arg_expr(p);
+      args += (args.empty() ? "" : ", ") + arg_expr(p, validate);
       if (p.info.binding >= 0) bound[p.info.binding] = &p;
     }
     std::string flat;
     if (flat_loop_ok(pk)) {
       std::string hoist, fargs;
       for (const ParsedParam& p : pk.params) {
-        if (p.info.kind != ParamKind::Attribute) hoist += hoisted_arg(p);
+        if (p.info.kind != ParamKind::Attribute) hoist += hoisted_arg(p, validate);
         fargs += (fargs.empty() ? "" : ", ") + flat_arg_expr(p);
       }
       flat = "  if (L->grid[1] == 1 && L->grid[2] == 1) {\n" + hoist +

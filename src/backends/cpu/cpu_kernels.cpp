@@ -8,6 +8,7 @@
 #include "backends/cpu/dispatch.hpp"
 #include "backends/cpu/strided.hpp"
 #include "backends/cpu/thread_pool.hpp"
+#include "bronze/error.hpp"
 #include "runtime/philox.hpp"
 
 namespace bronze::cpu::kernels {
@@ -259,9 +260,17 @@ void matmul(const View& out, const View& a, const View& b) {
 namespace {
 // Mirrors bronze_launch in shader/metal/bronze_metal_dispatch.h (the ABI of
 // JIT-compiled entries).
+struct JitFault {
+  int set;
+  const char* name;
+  std::int64_t index;
+  std::uint64_t count;
+};
 struct JitLaunch {
   std::uint32_t grid[3], group[3], groups[3];
   std::uint64_t tg_bytes[8];
+  const std::uint64_t* arg_bytes;
+  JitFault* fault;
 };
 using JitEntry = void (*)(void* const*, const JitLaunch*, std::uint64_t, std::uint64_t);
 }  // namespace
@@ -278,6 +287,11 @@ void run_jit_kernel(const runtime::KernelLaunch& l) {
   }
   std::memcpy(jl.tg_bytes, l.threadgroup_bytes, sizeof jl.tg_bytes);
   std::vector<void*> args(l.args.size());
+  std::vector<std::uint64_t> arg_bytes(l.args.size());
+  JitFault fault{0, nullptr, 0, 0};
+  jl.arg_bytes = arg_bytes.data();
+  jl.fault = &fault;
+  for (std::size_t i = 0; i < args.size(); ++i) arg_bytes[i] = l.args[i].bytes;
   for (std::size_t i = 0; i < args.size(); ++i)
     args[i] = l.args[i].inline_offset == SIZE_MAX
                   ? l.args[i].ptr
@@ -288,6 +302,9 @@ void run_jit_kernel(const runtime::KernelLaunch& l) {
   ThreadPool::instance().parallel_for(static_cast<std::int64_t>(groups), grain, [&](std::int64_t b, std::int64_t e) {
     entry(args.data(), &jl, static_cast<std::uint64_t>(b), static_cast<std::uint64_t>(e));
   });
+  if (fault.set)
+    throw Error("kernel '" + std::string(l.name) + "': out-of-bounds access to '" + fault.name + "' at index " +
+                std::to_string(fault.index) + " (it holds " + std::to_string(fault.count) + " elements)");
 }
 
 }  // namespace bronze::cpu::kernels

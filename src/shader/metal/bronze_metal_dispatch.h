@@ -4,15 +4,56 @@
 // simdgroup functions (32 lanes) their exact Metal semantics.
 #pragma once
 
+template <class T> struct __remove_ref { typedef T type; };
+template <class T> struct __remove_ref<T&> { typedef T type; };
+template <class T> struct __remove_const { typedef T type; };
+template <class T> struct __remove_const<const T> { typedef T type; };
+
+// The first out-of-bounds access of a validated launch.
+struct bronze_fault {
+  int set;
+  const char* name;
+  int64_t index;
+  uint64_t count;
+};
+
 struct bronze_launch {
   uint32_t grid[3];    // threads per grid
   uint32_t group[3];   // threads per threadgroup
   uint32_t groups[3];  // threadgroups per grid (rounded up)
   uint64_t tg_bytes[8];  // sizes of [[threadgroup(n)]] buffers
+  const uint64_t* arg_bytes;  // byte size of each binding (validate mode)
+  bronze_fault* fault;        // where a validated kernel reports (validate mode)
 };
 
-template <class T> struct __remove_ref { typedef T type; };
-template <class T> struct __remove_ref<T&> { typedef T type; };
+// A buffer parameter under validate=True: indexing checks the range; a bad
+// access is recorded in the launch's fault and reads/writes a scratch element.
+template <class T>
+struct bronze_bounded {
+  T* p;
+  uint64_t n;
+  const char* name;
+  bronze_fault* fault;
+  bronze_bounded(T* p_, uint64_t n_, const char* name_, bronze_fault* f) : p(p_), n(n_), name(name_), fault(f) {}
+  T& at(int64_t i) const {
+    if (i >= 0 && (uint64_t)i < n) return p[i];
+    int expected = 0;
+    if (__atomic_compare_exchange_n(&fault->set, &expected, 1, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+      fault->name = name;
+      fault->index = i;
+      fault->count = n;
+    }
+    static thread_local typename __remove_const<T>::type scratch;
+    return (T&)scratch;
+  }
+  T& operator[](int64_t i) const { return at(i); }
+  T& operator*() const { return at(0); }
+  T* operator->() const { return &at(0); }
+  bronze_bounded operator+(int64_t d) const { return bronze_bounded(p + d, n - d, name, fault); }
+  bronze_bounded operator-(int64_t d) const { return bronze_bounded(p - d, n + d, name, fault); }
+  operator T*() const { return p; }  // passing on to helpers: unchecked there
+};
+
 
 // Fiber context switches. On x86-64 a dozen instructions save the
 // callee-saved registers and swap stacks (ucontext's swapcontext makes a
