@@ -108,7 +108,12 @@ Tensor Tensor::to(DType t) const {
 
 Tensor& Tensor::copy_(const Tensor& src) {
   if (!defined() || !src.defined()) throw Error("copy_: tensor is undefined");
-  Shape bshape = detail::broadcast_shapes(shape_, src.shape_);
+  Shape bshape;
+  try {
+    bshape = detail::broadcast_shapes(shape_, src.shape_);
+  } catch (const ValueError&) {
+    // reported below, with copy_'s own wording
+  }
   if (bshape != shape_)
     throw ValueError("copy_: source of shape " + detail::shape_str(src.shape_) +
                      " does not broadcast to " + detail::shape_str(shape_));

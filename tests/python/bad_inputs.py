@@ -1,0 +1,103 @@
+"""The table of bad inputs: every public entry point, what a bad input gets.
+
+test_bad_inputs.py runs each case and checks docs/bad-inputs.md against it;
+regenerate the document with:  python tests/python/bad_inputs.py > docs/bad-inputs.md
+"""
+
+import numpy as np
+
+import bronze
+
+SEED = "kernel void full(device float* out, constant float& val, uint idx [[thread_position_in_grid]]) { out[idx] = val; }"
+
+
+def _lib():
+    return bronze.compile_shader(SEED)
+
+
+def _profiler_twice():
+    bronze.profiler.start()
+    try:
+        bronze.profiler.start()
+    finally:
+        bronze.profiler.stop()
+
+
+# (entry point, bad input, call, exception, words in the message)
+CASES = [
+    ("device(spec)", "unknown device type", lambda: bronze.device("mps"), ValueError, "expected 'cpu'"),
+    ("device(spec)", "non-numeric index", lambda: bronze.device("cuda:x"), ValueError, "index must be a number"),
+    ("set_device(d)", "absent CUDA device", lambda: bronze.set_device("cuda:0"), bronze.NotSupportedError, "CUDA"),
+    ("get_device_properties(d)", "CPU index other than 0", lambda: bronze.get_device_properties("cpu:1"), ValueError, "one CPU device"),
+    ("set_per_process_memory_fraction(f)", "an int", lambda: bronze.set_per_process_memory_fraction(1), TypeError, "must be `float`"),
+    ("set_per_process_memory_fraction(f)", "below 0", lambda: bronze.set_per_process_memory_fraction(-0.1), ValueError, "between 0 and 2"),
+    ("set_per_process_memory_fraction(f)", "above 2", lambda: bronze.set_per_process_memory_fraction(2.5), ValueError, "between 0 and 2"),
+    ("empty(*size)", "negative size", lambda: bronze.empty(-1), ValueError, "negative dimension"),
+    ("empty(*size)", "non-int size", lambda: bronze.empty(2.5), TypeError, "must be ints"),
+    ("empty(*size)", "more than the device holds", lambda: bronze.empty(1 << 59), bronze.OutOfMemoryError, "tried to allocate"),
+    ("empty(dtype=)", "unknown dtype", lambda: bronze.empty(2, dtype="complex64"), TypeError, "unsupported dtype"),
+    ("arange(start, end, step)", "zero step", lambda: bronze.arange(0, 1, 0), ValueError, "step must be nonzero"),
+    ("tensor(data)", "non-numeric elements", lambda: bronze.tensor([object()]), TypeError, "cannot make a tensor"),
+    ("from_dlpack(obj)", "no __dlpack__", lambda: bronze.from_dlpack([1, 2]), TypeError, "needs an object with __dlpack__"),
+    ("Tensor + Tensor", "shapes that do not broadcast", lambda: bronze.ones(3) + bronze.ones(4), ValueError, "do not broadcast"),
+    ("Tensor @ Tensor", "inner sizes differ", lambda: bronze.ones(2, 3) @ bronze.ones(2, 3), ValueError, "cannot be multiplied"),
+    ("Tensor @ Tensor", "integer tensors", lambda: bronze.ones(2, 2, dtype=bronze.int32) @ bronze.ones(2, 2, dtype=bronze.int32), TypeError, "floating"),
+    ("Tensor.item()", "more than one element", lambda: bronze.ones(2).item(), ValueError, "one element"),
+    ("Tensor.numpy()", "bfloat16", lambda: bronze.ones(2, dtype=bronze.bfloat16).numpy(), TypeError, "NumPy has no bfloat16"),
+    ("Tensor.copy_(src)", "source that does not broadcast", lambda: bronze.ones(3).copy_(bronze.ones(2)), ValueError, "does not broadcast"),
+    ("Tensor.normal_(mean, std)", "integer tensor", lambda: bronze.ones(2, dtype=bronze.int32).normal_(), TypeError, "floating tensor"),
+    ("Tensor.normal_(mean, std)", "negative std", lambda: bronze.ones(2).normal_(0, -1), ValueError, "std >= 0"),
+    ("randint(low, high)", "empty range", lambda: bronze.randint(3, 3, (2,)), ValueError, "low < high"),
+    ("set_rng_state(state)", "not a tensor", lambda: bronze.set_rng_state(b"x" * 44), TypeError, "bronze.Tensor"),
+    ("set_rng_state(state)", "not uint8", lambda: bronze.set_rng_state(bronze.zeros(44)), TypeError, "uint8"),
+    ("set_rng_state(state)", "wrong size", lambda: bronze.set_rng_state(bronze.zeros(10, dtype=bronze.uint8)), RuntimeError, "must be 44 bytes"),
+    ("compile_shader(source)", "not a str", lambda: bronze.compile_shader(b"kernel"), TypeError, "source as str"),
+    ("compile_shader(source)", "an error in the shader", lambda: bronze.compile_shader("kernel void f(device float* o) {\n  o[0] = nope;\n}"), bronze.ShaderCompileError, "shader.metal:2:10"),
+    ("compile_shader(source)", "a texture parameter", lambda: bronze.compile_shader("kernel void f(texture2d<float> t) {}"), bronze.ShaderCompileError, "textures"),
+    ("compile_shader(language=)", "unknown language", lambda: bronze.compile_shader(SEED, language="glsl"), ValueError, "unknown shader language"),
+    ("lib.<name>", "unknown kernel", lambda: _lib().nope, bronze.KernelNotFoundError, "its kernels: full"),
+    ("lib.k(*args)", "wrong argument count", lambda: _lib().full(bronze.ones(4)), TypeError, "takes 2 arguments"),
+    ("lib.k(*args)", "tensor of the wrong dtype", lambda: _lib().full(bronze.ones(4, dtype=bronze.float64), 1.0), TypeError, "needs a tensor of float32"),
+    ("lib.k(*args)", "number for a buffer", lambda: _lib().full(1.0, 1.0), TypeError, "is a buffer"),
+    ("lib.k(*args)", "string for a scalar", lambda: _lib().full(bronze.ones(4), "x"), TypeError, "expected a number"),
+    ("lib.k(threads=)", "buffer smaller than the grid", lambda: _lib().full(bronze.ones(4), 1.0, threads=8), ValueError, "holds 4 elements"),
+    ("lib.k(threads=)", "four dimensions", lambda: _lib().full(bronze.ones(4), 1.0, threads=(1, 1, 1, 1)), ValueError, "1 to 3 dimensions"),
+    ("lib.k(group_size=)", "over 1024 threads", lambda: _lib().full(bronze.ones(4), 1.0, group_size=2048), ValueError, "over the kernel's limit"),
+    ("lib.k(**kwargs)", "unknown keyword", lambda: _lib().full(bronze.ones(4), 1.0, thread=4), TypeError, "unexpected keyword"),
+    ("load_metallib(x)", "an int", lambda: bronze.load_metallib(3), TypeError, "bytes, bytearray, str or os.PathLike"),
+    ("load_metallib(x)", "Apple .metallib bytes", lambda: bronze.load_metallib(b"MTLB" + bytes(28)), ValueError, "Apple .metallib"),
+    ("load_metallib(x)", "other bytes", lambda: bronze.load_metallib(b"\x7fELF"), ValueError, "not a bronze library"),
+    ("load_metallib(x)", "a missing file", lambda: bronze.load_metallib("/nonexistent.bronzelib"), FileNotFoundError, "nonexistent"),
+    ("profiler.start(mode)", "unknown mode", lambda: bronze.profiler.start("intervals"), bronze.ProfilerError, "invalid profiler mode"),
+    ("profiler.start()", "already running", _profiler_twice, bronze.ProfilerError, "already running"),
+    ("profiler.stop()", "not running", lambda: bronze.profiler.stop(), bronze.ProfilerError, "not running"),
+    ("Event.elapsed_time(end)", "events not recorded", lambda: bronze.Event(enable_timing=True).elapsed_time(bronze.Event(enable_timing=True)), RuntimeError, "recorded first"),
+    ("Event.elapsed_time(end)", "without enable_timing", lambda: bronze.Event().elapsed_time(bronze.Event()), RuntimeError, "enable_timing=True"),
+    ("host_alias(t)", "not a tensor", lambda: bronze.host_alias(np.ones(2)), TypeError, "needs a bronze.Tensor"),
+    ("stream(s)", "not a stream", lambda: bronze.stream(3).__enter__(), TypeError, "needs a bronze.Stream"),
+]
+
+
+def render():
+    lines = [
+        "# What bad input gets",
+        "",
+        "Every public entry point and the exception a bad input raises (checked by",
+        "`tests/python/test_bad_inputs.py`; regenerate with",
+        "`python tests/python/bad_inputs.py > docs/bad-inputs.md`). After each, the",
+        "runtime stays usable. bronze's own classes: `BronzeError` (a `RuntimeError`),",
+        "`OutOfMemoryError`, `DeviceError` (queued work failed, raised at the next",
+        "synchronize), `NotSupportedError`, `ShaderCompileError` (also a `SyntaxError`),",
+        "`KernelNotFoundError` (also an `AttributeError`), `ProfilerError` (also a `ValueError`).",
+        "",
+        "| entry point | bad input | raises | message includes |",
+        "|---|---|---|---|",
+    ]
+    for entry, what, _, exc, words in CASES:
+        name = exc.__name__ if exc.__module__ == "builtins" else f"bronze.{exc.__name__}"
+        lines.append(f"| `{entry}` | {what} | `{name}` | {words.replace('|', '/')} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(render(), end="")

@@ -1,0 +1,154 @@
+"""Faults, error paths and concurrency: the runtime stays usable and the
+memory figures return to where they started."""
+
+import gc
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import bronze
+
+OOB = """
+kernel void shift(device float* out, device const float* in, constant uint& k, uint i [[thread_position_in_grid]]) {
+  out[i] = in[i + k];
+}
+kernel void red(device const float* x, device float* o, uint i [[thread_position_in_grid]], uint lane [[thread_index_in_simdgroup]]) {
+  float v = simd_sum(x[i]);
+  if (lane == 0) o[i / 32] = v;
+}
+"""
+
+
+def settled_memory():
+    gc.collect()
+    bronze.synchronize()
+    return bronze.current_allocated_memory()
+
+
+def test_validate_reports_out_of_bounds_and_recovers():
+    lib = bronze.compile_shader(OOB, validate=True)
+    x = bronze.arange(16, dtype=bronze.float32)
+    y = bronze.zeros(16)
+    lib.shift(y, x, 0)
+    bronze.synchronize()
+    assert y.numpy().tolist() == list(range(16))  # in range: same results
+    lib.shift(y, x, 3)  # reads in[16..18]
+    with pytest.raises(bronze.DeviceError) as info:
+        bronze.synchronize()
+    msg = str(info.value)
+    assert "kernel 'shift'" in msg and "'in'" in msg and "index 16" in msg and "16 elements" in msg
+    o = bronze.zeros(1)
+    lib.red(bronze.ones(64), o)  # a cooperative kernel writes o[1]
+    with pytest.raises(bronze.DeviceError, match="'o' at index 1"):
+        bronze.synchronize()
+    lib.shift(y, x, 0)  # usable after the faults
+    bronze.synchronize()
+    assert y.numpy()[5] == 5
+
+
+def test_every_error_path_leaves_runtime_usable_and_memory_unchanged():
+    lib = bronze.compile_shader(OOB)
+    vlib = bronze.compile_shader(OOB, validate=True)
+    start = settled_memory()
+    x, y = bronze.zeros(8), bronze.zeros(8)
+    cases = [
+        (bronze.ShaderCompileError, lambda: bronze.compile_shader("kernel void f(device float* o) { o[0] = nope; }")),
+        (TypeError, lambda: lib.shift(y, x)),  # argument count
+        (TypeError, lambda: lib.shift(y, bronze.zeros(8, dtype=bronze.int64), 0)),  # dtype
+        (ValueError, lambda: lib.shift(y, x, 0, threads=64)),  # buffer smaller than the grid
+        (ValueError, lambda: lib.shift(y, x, 0, group_size=4096)),  # group over the limit
+        (AttributeError, lambda: lib.missing),
+        (bronze.OutOfMemoryError, lambda: bronze.empty(1 << 62 >> 3)),  # far over the device
+    ]
+    for exc, call in cases:
+        with pytest.raises(exc):
+            call()
+        bronze.synchronize()
+    vlib.shift(y, x, 100)  # a kernel fault, reported at the sync point
+    with pytest.raises(bronze.DeviceError):
+        bronze.synchronize()
+    del x, y
+    assert settled_memory() == start
+    bronze.set_per_process_memory_fraction(0.0)
+    out = bronze.zeros(8)
+    lib.shift(out, bronze.ones(8), 0)
+    assert out.numpy().tolist() == [1.0] * 8
+
+
+def test_oom_under_limit_restores_figures():
+    bronze.empty_cache()
+    start = settled_memory()
+    bronze.set_per_process_memory_fraction(32 * 2**20 / bronze.recommended_max_memory())
+    keep = bronze.empty(4 * 2**20)  # 16 MiB
+    for _ in range(3):
+        with pytest.raises(bronze.OutOfMemoryError):
+            bronze.empty(8 * 2**20)
+    del keep
+    assert settled_memory() == start
+    bronze.set_per_process_memory_fraction(0.0)
+
+
+def test_python_threads_compile_launch_allocate_and_time_at_once():
+    start = settled_memory()
+    deadline = time.monotonic() + 2.0
+    errors = []
+
+    def work(tid):
+        try:
+            s = bronze.Stream()
+            with bronze.stream(s):
+                r = 0
+                while time.monotonic() < deadline:
+                    src = f"kernel void k(device float* o, uint i [[thread_position_in_grid]]) {{ o[i] = {r % 3}.0f + i; }}"
+                    lib = bronze.compile_shader(src)
+                    t = bronze.empty(1 + 100 * (r % 5))
+                    a, b = bronze.Event(enable_timing=True), bronze.Event(enable_timing=True)
+                    a.record()
+                    lib.k(t)
+                    b.record()
+                    v = t.numpy()
+                    if not np.array_equal(v, (r % 3) + np.arange(v.size, dtype=np.float32)):
+                        errors.append(f"thread {tid} round {r}: wrong values")
+                    if a.elapsed_time(b) < 0:
+                        errors.append("negative elapsed time")
+                    r += 1
+        except Exception as e:  # collected, asserted below
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert settled_memory() == start
+
+
+CACHE_FILLER = """
+import sys, bronze
+for n in range(6):
+    lib = bronze.compile_shader(f"kernel void k(device float* o, uint i [[thread_position_in_grid]]) {{ o[i] = {n}.5f; }}")
+    x = bronze.empty(3)
+    lib.k(x)
+    assert x.numpy().tolist() == [n + 0.5] * 3
+print(bronze.cache_info()["hits"], bronze.cache_info()["stores"])
+"""
+
+
+def test_two_processes_fill_one_cache_at_once(tmp_path):
+    env = dict(os.environ, BRONZE_CACHE_DIR=str(tmp_path / "cache"))
+    procs = [subprocess.Popen([sys.executable, "-c", CACHE_FILLER], env=env, stdout=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    entries = [p for p in (tmp_path / "cache").iterdir() if p.suffix == ".so"]
+    assert len(entries) == 6
+    assert not [p for p in (tmp_path / "cache").iterdir() if p.name.startswith("bronze-build")]  # no litter
+    third = subprocess.run([sys.executable, "-c", CACHE_FILLER], env=env, capture_output=True, text=True, check=True)
+    assert third.stdout.split() == ["6", "0"]  # every entry valid: all hits
+    assert outs
