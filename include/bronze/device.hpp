@@ -45,11 +45,15 @@ int device_count(std::optional<DeviceType> type = std::nullopt);
 std::vector<Device> devices();
 
 // The device used when none is named. Starts as $BRONZE_DEVICE, else the
-// first CUDA device when one is available, else the CPU.
+// CPU (CUDA becomes the default once its tensor kernels and shaders land).
 Device current_device();
 void set_device(const Device& d);
 
 DeviceProperties get_device_properties(std::optional<Device> d = std::nullopt);
+
+// Why CUDA is or is not available: the driver version and device count, or
+// the reason (no driver, cuInit failed, BRONZE_DISABLE_CUDA set).
+std::string cuda_status();
 
 // Waits for all work queued on every stream of the device; rethrows the first
 // failure of queued work as DeviceError.

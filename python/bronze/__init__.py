@@ -24,6 +24,7 @@ from ._C import (  # noqa: F401  (re-exported API)
     Tensor,
     current_allocated_memory,
     current_device,
+    cuda_status,
     current_stream,
     default_stream,
     device,

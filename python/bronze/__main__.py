@@ -20,7 +20,7 @@ def _info(args):
         print(f"  {d}: {p.name}, {p.total_memory / 2**30:.1f} GiB, "
               f"recommended max {p.recommended_max_memory / 2**30:.1f} GiB, "
               f"{p.multi_processor_count} {'threads' if d.type == 'cpu' else 'SMs'}")
-    print(f"  cuda: {'available' if bronze.is_available('cuda') else 'not available'}")
+    print(f"  cuda: {bronze.cuda_status()}")
     print(f"  current device: {bronze.current_device()}")
     c = bronze.cache_info()
     print(f"  shader compiler (CPU): {c['compiler'] or 'none'}")

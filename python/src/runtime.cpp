@@ -79,6 +79,7 @@ void bind_runtime(nb::module_& m) {
   m.def("device_count", [](std::optional<std::string> t) { return device_count(parse_type(t)); },
         nb::arg("device_type") = nb::none());
   m.def("devices", &devices);
+  m.def("cuda_status", &cuda_status, "Why CUDA is or is not available.");
   m.def("current_device", &current_device);
   m.def("set_device", &set_device, nb::arg("device"));
   m.def("get_device_properties", &get_device_properties, nb::arg("device") = nb::none());

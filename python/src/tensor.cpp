@@ -103,9 +103,10 @@ Tensor from_array(nb::handle obj) {
 // A nanobind ndarray over the tensor's memory, owning a reference to it:
 // the DLPack producer behind Tensor.__dlpack__.
 nb::object export_array(const Tensor& t) {
-  if (t.device().type == DeviceType::CPU) {
+  {
+    // The consumer reads right away (CUDA: on a stream of its own).
     nb::gil_scoped_release g;
-    synchronize(t.device());  // the consumer reads right away
+    synchronize(t.device());
   }
   std::vector<std::size_t> shape(t.shape().begin(), t.shape().end());
   auto* keep = new Tensor(t);
@@ -163,6 +164,28 @@ nb::dict array_interface(const Tensor& t) {
   d["typestr"] = typestr(t.dtype());
   d["data"] = nb::make_tuple(reinterpret_cast<std::uintptr_t>(t.data_ptr()), false);
   d["version"] = 3;
+  return d;
+}
+
+nb::dict cuda_array_interface(const Tensor& t) {
+  if (t.device().type != DeviceType::CUDA)
+    throw nb::attribute_error("__cuda_array_interface__ is only offered by CUDA tensors");
+  nb::dict d;
+  nb::list shape, strides;
+  for (auto s : t.shape()) shape.append(s);
+  for (auto s : t.strides()) strides.append(s * static_cast<std::int64_t>(t.element_size()));
+  d["shape"] = nb::tuple(shape);
+  d["strides"] = nb::tuple(strides);
+  d["typestr"] = typestr(t.dtype());
+  d["data"] = nb::make_tuple(reinterpret_cast<std::uintptr_t>(t.data_ptr()), false);
+  d["version"] = 3;
+  // No stream to order against (v3 protocol): the device is synchronized
+  // before the pointer is handed out, so the consumer may use any stream.
+  d["stream"] = nb::none();
+  {
+    nb::gil_scoped_release g;
+    synchronize(t.device());
+  }
   return d;
 }
 
@@ -232,6 +255,7 @@ void bind_tensor(nb::module_& m) {
       .def("numpy", &to_numpy)
       .def("_dlpack_array", &export_array)
       .def_prop_ro("__array_interface__", &array_interface)
+      .def_prop_ro("__cuda_array_interface__", &cuda_array_interface)
       .def("__matmul__", [](const Tensor& a, const Tensor& b) { return mm(a, b); }, nb::is_operator());
 
   // Arithmetic: tensor (op) tensor, and tensor (op) Python number.

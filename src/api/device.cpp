@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "bronze/error.hpp"
+#include "backends/cuda/driver_api.hpp"
 #include "runtime/device_impl.hpp"
 
 namespace bronze {
@@ -34,7 +35,7 @@ bool is_available(std::optional<DeviceType> type) {
 
 int device_count(std::optional<DeviceType> type) {
   DeviceType t = type ? *type : current_device().type;
-  return t == DeviceType::CPU ? 1 : 0;  // the CUDA backend is not built yet
+  return t == DeviceType::CPU ? 1 : cuda::device_count();
 }
 
 std::vector<Device> devices() {
@@ -49,6 +50,8 @@ void set_device(const Device& d) { runtime::set_current_device(d); }
 DeviceProperties get_device_properties(std::optional<Device> d) {
   return runtime::device_impl(runtime::resolve(d)).properties();
 }
+
+std::string cuda_status() { return cuda::status(); }
 
 void synchronize(std::optional<Device> d) { runtime::device_impl(runtime::resolve(d)).synchronize(); }
 

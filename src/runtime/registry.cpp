@@ -4,8 +4,11 @@
 #include <map>
 #include <mutex>
 #include <utility>
+#include <vector>
 
 #include "backends/cpu/cpu_device.hpp"
+#include "backends/cuda/cuda_device.hpp"
+#include "backends/cuda/driver_api.hpp"
 #include "bronze/error.hpp"
 #include "runtime/device_impl.hpp"
 
@@ -59,8 +62,14 @@ DeviceImpl& device_impl(const Device& d) {
     if (d.index != 0) throw ValueError("there is one CPU device, cpu:0; got " + d.str());
     return cpu_device();
   }
-  throw NotSupportedError("no CUDA device " + d.str() +
-                          ": this build of bronze has no CUDA backend yet");
+  if (d.index < 0 || d.index >= cuda::device_count())
+    throw NotSupportedError("no CUDA device " + d.str() + " (" + cuda::status() + ")");
+  // Created on first use and kept for the process, like the CPU device.
+  static std::mutex mu;
+  static std::vector<DeviceImpl*> cuda_devices(cuda::device_count(), nullptr);
+  std::lock_guard<std::mutex> g(mu);
+  if (!cuda_devices[d.index]) cuda_devices[d.index] = cuda::make_device(d.index).release();
+  return *cuda_devices[d.index];
 }
 
 Device resolve(const std::optional<Device>& d) {

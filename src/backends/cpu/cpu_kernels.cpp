@@ -5,13 +5,16 @@
 #include <vector>
 
 #include "backends/cpu/blas.hpp"
-#include "backends/cpu/dispatch.hpp"
+#include "runtime/dtype_dispatch.hpp"
 #include "backends/cpu/strided.hpp"
 #include "backends/cpu/thread_pool.hpp"
 #include "bronze/error.hpp"
 #include "runtime/philox.hpp"
 
 namespace bronze::cpu::kernels {
+using runtime::acc_t;
+using runtime::convert;
+using runtime::dispatch;
 namespace {
 constexpr std::int64_t kGrain = 32768;
 

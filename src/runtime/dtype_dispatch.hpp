@@ -8,7 +8,7 @@
 #include "bronze/dtype.hpp"
 #include "bronze/error.hpp"
 
-namespace bronze::cpu {
+namespace bronze::runtime {
 
 template <typename T>
 using acc_t = std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>, float, T>;
@@ -42,4 +42,4 @@ inline T convert(S s) {
   }
 }
 
-}  // namespace bronze::cpu
+}  // namespace bronze::runtime

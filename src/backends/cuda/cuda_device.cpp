@@ -1,0 +1,284 @@
+#include "backends/cuda/cuda_device.hpp"
+
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "backends/cuda/driver_api.hpp"
+#include "bronze/error.hpp"
+#include "runtime/dtype_dispatch.hpp"
+
+namespace bronze::cuda {
+namespace {
+
+// Every driver call runs with the device's primary context current.
+class Context {
+ public:
+  explicit Context(int index) {
+    const Driver* d = driver();
+    check(d->cuDeviceGet(&dev_, index), "cuDeviceGet");
+    check(d->cuDevicePrimaryCtxRetain(&ctx_, dev_), "cuDevicePrimaryCtxRetain");
+  }
+  void make_current() const { check(driver()->cuCtxSetCurrent(ctx_), "cuCtxSetCurrent"); }
+  CUdevice device() const { return dev_; }
+
+ private:
+  CUdevice dev_ = 0;
+  CUcontext ctx_ = nullptr;
+};
+
+class CudaStream final : public runtime::StreamImpl {
+ public:
+  CudaStream(const Context& ctx, Device d) : ctx_(ctx), device_(d), id_(runtime::next_stream_id()) {
+    ctx_.make_current();
+    check(driver()->cuStreamCreate(&s_, 0), "cuStreamCreate");
+  }
+  ~CudaStream() override {
+    ctx_.make_current();
+    driver()->cuStreamSynchronize(s_);
+    driver()->cuStreamDestroy(s_);
+  }
+  Device device() const override { return device_; }
+  std::uint64_t id() const override { return id_; }
+  void synchronize() override {
+    ctx_.make_current();
+    // Asynchronous failures (a faulting kernel) surface here.
+    check(driver()->cuStreamSynchronize(s_), ("queued work on " + device_.str() + " stream " + std::to_string(id_)).c_str());
+  }
+  bool query() override {
+    ctx_.make_current();
+    return driver()->cuStreamQuery(s_) == CUDA_SUCCESS;
+  }
+  CUstream handle() const { return s_; }
+
+ private:
+  const Context& ctx_;
+  Device device_;
+  std::uint64_t id_;
+  CUstream s_ = nullptr;
+};
+
+CudaStream& cs(runtime::StreamImpl& s) { return static_cast<CudaStream&>(s); }
+
+class CudaEvent final : public runtime::EventImpl {
+ public:
+  CudaEvent(const Context& ctx, bool timing) : ctx_(ctx), timing_(timing) {
+    ctx_.make_current();
+    check(driver()->cuEventCreate(&e_, timing ? CU_EVENT_DEFAULT : CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+  }
+  ~CudaEvent() override {
+    ctx_.make_current();
+    driver()->cuEventDestroy(e_);
+  }
+  void record(runtime::StreamImpl& s) override {
+    ctx_.make_current();
+    check(driver()->cuEventRecord(e_, cs(s).handle()), "cuEventRecord");
+    recorded_ = true;
+  }
+  void wait(runtime::StreamImpl& s) override {
+    ctx_.make_current();
+    check(driver()->cuStreamWaitEvent(cs(s).handle(), e_, 0), "cuStreamWaitEvent");
+  }
+  bool query() override {
+    ctx_.make_current();
+    return driver()->cuEventQuery(e_) == CUDA_SUCCESS;
+  }
+  void synchronize() override {
+    ctx_.make_current();
+    check(driver()->cuEventSynchronize(e_), "cuEventSynchronize");
+  }
+  double elapsed_ms(runtime::EventImpl& end_base) override {
+    auto* end = dynamic_cast<CudaEvent*>(&end_base);
+    if (!end) throw Error("elapsed_time: events belong to different backends");
+    if (!timing_ || !end->timing_) throw Error("elapsed_time needs both events created with enable_timing=True");
+    synchronize();
+    end->synchronize();
+    float ms = 0;
+    check(driver()->cuEventElapsedTime(&ms, e_, end->e_), "cuEventElapsedTime");
+    if (ms < 0) throw Error("elapsed_time: the end event completed before the start event");
+    return ms;
+  }
+  bool recorded() const override { return recorded_; }
+
+ private:
+  const Context& ctx_;
+  bool timing_;
+  bool recorded_ = false;
+  CUevent e_ = nullptr;
+};
+
+[[noreturn]] void not_yet(const char* what) {
+  throw NotSupportedError(std::string(what) +
+                          " on CUDA is not implemented yet (the CUDA tensor kernels and shaders are the next "
+                          "milestone); run it on the CPU device");
+}
+
+CUdeviceptr dptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
+
+class CudaDevice final : public runtime::DeviceImpl {
+ public:
+  explicit CudaDevice(int index)
+      : index_(index), ctx_(index),
+        allocator_("cuda:" + std::to_string(index), total_memory(),
+                   runtime::AllocatorHooks{
+                       [this](std::size_t n) -> void* {
+                         ctx_.make_current();
+                         CUdeviceptr p = 0;
+                         return driver()->cuMemAlloc(&p, n) == CUDA_SUCCESS ? reinterpret_cast<void*>(p) : nullptr;
+                       },
+                       [this](void* p) {
+                         ctx_.make_current();
+                         driver()->cuMemFree(dptr(p));
+                       },
+                       [this] { synchronize(); },
+                       [this](runtime::StreamImpl& s) {
+                         auto e = std::make_unique<CudaEvent>(ctx_, false);
+                         e->record(s);
+                         return std::unique_ptr<runtime::EventImpl>(std::move(e));
+                       }}) {}
+
+  Device device() const override { return Device(DeviceType::CUDA, index_); }
+
+  DeviceProperties properties() override {
+    const Driver* d = driver();
+    DeviceProperties p;
+    char name[256] = {};
+    check(d->cuDeviceGetName(name, sizeof name, ctx_.device()), "cuDeviceGetName");
+    p.name = name;
+    p.device = device();
+    p.total_memory = total_memory();
+    p.recommended_max_memory = allocator_.recommended_max();
+    d->cuDeviceGetAttribute(&p.multiprocessor_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, ctx_.device());
+    d->cuDeviceGetAttribute(&p.max_threads_per_threadgroup, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, ctx_.device());
+    d->cuDeviceGetAttribute(&p.simd_width, CU_DEVICE_ATTRIBUTE_WARP_SIZE, ctx_.device());
+    p.host_visible = false;
+    return p;
+  }
+
+  runtime::CachingAllocator& allocator() override { return allocator_; }
+
+  std::shared_ptr<runtime::StreamImpl> default_stream() override {
+    std::lock_guard<std::mutex> g(mu_);
+    if (!default_) {
+      default_ = std::make_shared<CudaStream>(ctx_, device());
+      streams_.push_back(default_);
+    }
+    return default_;
+  }
+
+  std::shared_ptr<runtime::StreamImpl> create_stream() override {
+    auto s = std::make_shared<CudaStream>(ctx_, device());
+    std::lock_guard<std::mutex> g(mu_);
+    streams_.push_back(s);
+    return s;
+  }
+
+  void synchronize() override {
+    std::vector<std::shared_ptr<CudaStream>> live;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      for (auto it = streams_.begin(); it != streams_.end();) {
+        if (auto s = it->lock()) {
+          live.push_back(std::move(s));
+          ++it;
+        } else {
+          it = streams_.erase(it);
+        }
+      }
+    }
+    for (auto& s : live) s->synchronize();
+  }
+
+  std::unique_ptr<runtime::EventImpl> create_event(bool timing) override {
+    return std::make_unique<CudaEvent>(ctx_, timing);
+  }
+
+  void fill(runtime::StreamImpl& s, const runtime::View& dst, Scalar v) override {
+    if (!dst.contiguous()) not_yet("fill of a strided tensor");
+    const std::size_t n = static_cast<std::size_t>(dst.numel()), es = element_size(dst.dtype);
+    std::uint8_t bytes[8] = {};
+    runtime::dispatch(dst.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      T value = std::is_integral_v<T> && !std::is_same_v<T, bool> ? static_cast<T>(v.to_int())
+                                                                  : runtime::convert<T>(v.to_double());
+      std::memcpy(bytes, &value, sizeof(T));
+    });
+    ctx_.make_current();
+    CUstream st = cs(s).handle();
+    if (es == 1) return check(driver()->cuMemsetD8Async(dptr(dst.data), bytes[0], n, st), "cuMemsetD8Async");
+    if (es == 2) {
+      std::uint16_t w;
+      std::memcpy(&w, bytes, 2);
+      return check(driver()->cuMemsetD16Async(dptr(dst.data), w, n, st), "cuMemsetD16Async");
+    }
+    std::uint32_t lo, hi;
+    std::memcpy(&lo, bytes, 4);
+    std::memcpy(&hi, bytes + 4, 4);
+    if (es == 4 || lo == hi) return check(driver()->cuMemsetD32Async(dptr(dst.data), lo, n * es / 4, st), "cuMemsetD32Async");
+    // 8-byte values with distinct halves (1.0 as float64): through the host.
+    std::vector<std::uint8_t> host(n * es);
+    for (std::size_t i = 0; i < n; ++i) std::memcpy(host.data() + i * es, bytes, es);
+    check(driver()->cuMemcpyHtoDAsync(dptr(dst.data), host.data(), host.size(), st), "cuMemcpyHtoDAsync");
+    check(driver()->cuStreamSynchronize(st), "cuStreamSynchronize");  // `host` is freed on return
+  }
+
+  void copy(runtime::StreamImpl& s, const runtime::View& dst, const runtime::View& src) override {
+    if (dst.dtype != src.dtype || !dst.contiguous() || !src.contiguous() || dst.numel() != src.numel())
+      not_yet("copy with dtype conversion, broadcasting or strides");
+    ctx_.make_current();
+    check(driver()->cuMemcpyDtoDAsync(dptr(dst.data), dptr(src.data), dst.numel() * element_size(dst.dtype),
+                                      cs(s).handle()),
+          "cuMemcpyDtoDAsync");
+  }
+  void binary(runtime::StreamImpl&, runtime::BinaryOp, const runtime::View&, const runtime::View&,
+              const runtime::View&) override {
+    not_yet("elementwise arithmetic");
+  }
+  void binary_scalar(runtime::StreamImpl&, runtime::BinaryOp, const runtime::View&, const runtime::View&,
+                     Scalar) override {
+    not_yet("elementwise arithmetic");
+  }
+  void arange(runtime::StreamImpl&, const runtime::View&, double, double) override { not_yet("arange"); }
+  void random(runtime::StreamImpl&, const runtime::View&, const runtime::RandomParams&) override {
+    not_yet("random number generation");
+  }
+  void matmul(runtime::StreamImpl&, const runtime::View&, const runtime::View&, const runtime::View&) override {
+    not_yet("mm");
+  }
+  void launch(runtime::StreamImpl&, runtime::KernelLaunch&&) override { not_yet("shader dispatch"); }
+
+  void copy_from_host(runtime::StreamImpl& s, void* dst, const void* src, std::size_t n,
+                      std::shared_ptr<void> keep) override {
+    ctx_.make_current();
+    check(driver()->cuMemcpyHtoDAsync(dptr(dst), src, n, cs(s).handle()), "cuMemcpyHtoDAsync");
+    // From pageable memory the driver has consumed `src` when the call
+    // returns; pinned staging (truly asynchronous) comes with host_alias.
+    (void)keep;
+  }
+  void copy_to_host(runtime::StreamImpl& s, void* dst, const void* src, std::size_t n,
+                    std::shared_ptr<void> keep) override {
+    ctx_.make_current();
+    check(driver()->cuMemcpyDtoHAsync(dst, dptr(src), n, cs(s).handle()), "cuMemcpyDtoHAsync");
+    (void)keep;  // the caller synchronizes the stream before using `dst`
+  }
+
+ private:
+  std::size_t total_memory() const {
+    std::size_t bytes = 0;
+    check(driver()->cuDeviceTotalMem(&bytes, ctx_.device()), "cuDeviceTotalMem");
+    return bytes;
+  }
+
+  int index_;
+  Context ctx_;
+  runtime::CachingAllocator allocator_;
+  std::mutex mu_;
+  std::shared_ptr<CudaStream> default_;
+  std::vector<std::weak_ptr<CudaStream>> streams_;
+};
+
+}  // namespace
+
+std::unique_ptr<runtime::DeviceImpl> make_device(int index) { return std::make_unique<CudaDevice>(index); }
+
+}  // namespace bronze::cuda

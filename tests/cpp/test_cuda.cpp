@@ -1,0 +1,57 @@
+// The CUDA backend's runtime (skipped without a GPU; scripts/gpu-check runs
+// it on the GPU machine).
+#include <gtest/gtest.h>
+
+#include "bronze/bronze.hpp"
+
+namespace {
+const bronze::Device kCuda(bronze::DeviceType::CUDA, 0);
+
+#define REQUIRE_CUDA() \
+  if (!bronze::is_available(bronze::DeviceType::CUDA)) GTEST_SKIP() << bronze::cuda_status()
+}  // namespace
+
+TEST(Cuda, StatusExplainsAvailability) {
+  EXPECT_FALSE(bronze::cuda_status().empty());
+  EXPECT_EQ(bronze::is_available(bronze::DeviceType::CUDA), bronze::device_count(bronze::DeviceType::CUDA) > 0);
+}
+
+TEST(Cuda, PropertiesAndMemory) {
+  REQUIRE_CUDA();
+  auto p = bronze::get_device_properties(kCuda);
+  EXPECT_GT(p.total_memory, 1ull << 30);
+  EXPECT_EQ(p.simd_width, 32);
+  auto base = bronze::current_allocated_memory(kCuda);
+  {
+    auto t = bronze::empty({1 << 20}, bronze::DType::Float32, kCuda);
+    EXPECT_EQ(bronze::current_allocated_memory(kCuda), base + (4u << 20));
+  }
+  EXPECT_EQ(bronze::current_allocated_memory(kCuda), base);
+}
+
+TEST(Cuda, HostRoundTripAndFill) {
+  REQUIRE_CUDA();
+  std::vector<float> host(1000);
+  for (int i = 0; i < 1000; ++i) host[i] = static_cast<float>(i);
+  auto t = bronze::from_host(host.data(), {1000}, bronze::DType::Float32, kCuda);
+  auto back = t.to(bronze::Device()).to_double_vector();
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(back[i], i);
+  auto f = bronze::full({10}, 1.0, bronze::DType::Float64, kCuda);
+  for (double v : f.to_double_vector()) EXPECT_EQ(v, 1.0);
+  EXPECT_THROW(bronze::add(t, 1.0), bronze::NotSupportedError);
+}
+
+TEST(Cuda, EventsTimeStreamWork) {
+  REQUIRE_CUDA();
+  bronze::Stream s(kCuda);
+  bronze::Event a(true), b(true);
+  a.record(s);
+  {
+    bronze::StreamGuard g(s);
+    auto x = bronze::full({1 << 24}, 2.0f, bronze::DType::Float32, kCuda);
+  }
+  b.record(s);
+  EXPECT_GE(a.elapsed_time(b), 0.0);
+  EXPECT_TRUE(b.query());
+  bronze::synchronize(kCuda);
+}

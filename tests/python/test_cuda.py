@@ -1,0 +1,94 @@
+"""The CUDA backend's runtime on a real GPU (skipped without one: run
+scripts/gpu-check on the GPU machine)."""
+
+import gc
+
+import numpy as np
+import pytest
+
+import bronze
+
+pytestmark = pytest.mark.skipif(not bronze.is_available("cuda"), reason=bronze.cuda_status())
+CUDA = "cuda:0"
+
+
+def test_device_queries():
+    assert bronze.device_count("cuda") >= 1
+    p = bronze.get_device_properties(CUDA)
+    assert p.total_memory > 2**30 and p.multi_processor_count > 0
+    assert p.simd_width == 32 and p.max_threads_per_threadgroup == 1024
+    assert not p.host_visible
+    assert bronze.recommended_max_memory(CUDA) == p.recommended_max_memory
+    assert "device" in bronze.cuda_status()
+
+
+def test_round_trips_and_fills():
+    a = np.arange(1000, dtype=np.float32)
+    t = bronze.asarray(a).to(CUDA)
+    assert str(t.device) == CUDA
+    np.testing.assert_array_equal(t.numpy(), a)
+    np.testing.assert_array_equal(t.cpu().numpy(), a)
+    for dt, v in ((bronze.float32, 2.5), (bronze.float64, 1.0), (bronze.int64, 7), (bronze.float16, 3.0),
+                  (bronze.uint8, 9), (bronze.int32, -4)):
+        x = bronze.full((33,), v, dtype=dt, device=CUDA)
+        assert x.numpy().tolist() == [v] * 33
+    z = bronze.zeros(5, device=CUDA)
+    c = z.clone()
+    c.copy_(bronze.ones(5, device=CUDA))
+    assert c.numpy().tolist() == [1.0] * 5 and z.numpy().tolist() == [0.0] * 5
+
+
+def test_memory_figures_and_limit():
+    gc.collect()
+    bronze.empty_cache(CUDA)
+    base = bronze.current_allocated_memory(CUDA)
+    t = bronze.empty(1 << 20, device=CUDA)
+    assert bronze.current_allocated_memory(CUDA) == base + (4 << 20)
+    assert bronze.driver_allocated_memory(CUDA) >= 4 << 20
+    del t
+    assert bronze.current_allocated_memory(CUDA) == base
+    bronze.empty_cache(CUDA)
+    assert bronze.driver_allocated_memory(CUDA) == 0 or base > 0
+    bronze.set_per_process_memory_fraction(2**30 / bronze.recommended_max_memory(CUDA), CUDA)
+    try:
+        with pytest.raises(bronze.OutOfMemoryError, match="cuda:0"):
+            bronze.empty(1 << 29, device=CUDA)  # 2 GiB over a 1 GiB limit
+        assert bronze.memory_stats(CUDA)["num_ooms"] >= 1
+    finally:
+        bronze.set_per_process_memory_fraction(0.0, CUDA)
+
+
+def test_streams_and_timing_events():
+    s = bronze.Stream(CUDA)
+    a, b = bronze.Event(enable_timing=True), bronze.Event(enable_timing=True)
+    a.record(s)
+    with bronze.stream(s):
+        x = bronze.full((1 << 24,), 1.5, device=CUDA)
+    b.record(s)
+    b.synchronize()
+    assert a.elapsed_time(b) >= 0
+    s.synchronize()
+    assert s.query()
+    bronze.synchronize(CUDA)
+    assert float(x.numpy()[-1]) == 1.5
+
+
+def test_torch_interop_zero_copy():
+    torch = pytest.importorskip("torch")
+    tt = torch.arange(8, dtype=torch.float32, device="cuda")
+    b = bronze.from_dlpack(tt)
+    assert str(b.device) == CUDA and b.data_ptr() == tt.data_ptr()
+    np.testing.assert_array_equal(b.numpy(), np.arange(8, dtype=np.float32))
+    back = torch.from_dlpack(bronze.full((4,), 2.0, device=CUDA))
+    assert back.is_cuda and back.tolist() == [2.0] * 4
+    cai = bronze.full((3,), 1.0, device=CUDA).__cuda_array_interface__
+    assert cai["typestr"] == "<f4" and cai["shape"] == (3,)
+
+
+def test_not_yet_implemented_ops_are_clear_errors():
+    x = bronze.ones(4, device=CUDA)
+    for call in (lambda: x + 1, lambda: bronze.rand(4, device=CUDA),
+                 lambda: bronze.compile_shader("kernel void f(device float* o) {}", device=CUDA)):
+        with pytest.raises(bronze.NotSupportedError):
+            call()
+    assert x.numpy().tolist() == [1.0] * 4  # still usable
