@@ -27,7 +27,7 @@ def _profiler_twice():
 CASES = [
     ("device(spec)", "unknown device type", lambda: bronze.device("mps"), ValueError, "expected 'cpu'"),
     ("device(spec)", "non-numeric index", lambda: bronze.device("cuda:x"), ValueError, "index must be a number"),
-    ("set_device(d)", "absent CUDA device", lambda: bronze.set_device("cuda:0"), bronze.NotSupportedError, "CUDA"),
+    ("set_device(d)", "absent CUDA device", lambda: bronze.set_device("cuda:7"), bronze.NotSupportedError, "no CUDA device cuda:7"),
     ("get_device_properties(d)", "CPU index other than 0", lambda: bronze.get_device_properties("cpu:1"), ValueError, "one CPU device"),
     ("set_per_process_memory_fraction(f)", "an int", lambda: bronze.set_per_process_memory_fraction(1), TypeError, "must be `float`"),
     ("set_per_process_memory_fraction(f)", "below 0", lambda: bronze.set_per_process_memory_fraction(-0.1), ValueError, "between 0 and 2"),
