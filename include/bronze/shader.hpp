@@ -41,7 +41,11 @@ struct KernelInfo {
   std::vector<KernelParam> params;
   bool cooperative = false;  // uses barriers or simdgroup functions
   int line = 0;
-  int bindings() const;  // number of call arguments
+  std::vector<int> bound;    // params index of each call argument, in binding order
+  int bindings() const { return static_cast<int>(bound.size()); }
+  const KernelParam& binding(int i) const { return params[bound[i]]; }
+  // Throws TypeError unless a call passes exactly bindings() arguments.
+  void check_arity(std::size_t n) const;
 };
 
 // One argument of a dispatch: a tensor for buffers, a number or raw bytes

@@ -123,12 +123,7 @@ void bind_shader(nb::module_& m) {
       })
       .def("__call__", [](const Kernel& k, nb::args args, nb::kwargs kwargs) {
         const KernelInfo& ki = k.info();
-        std::vector<const KernelParam*> bound(ki.bindings(), nullptr);
-        for (const auto& p : ki.params)
-          if (p.binding >= 0) bound[p.binding] = &p;
-        if (args.size() != bound.size())
-          throw TypeError("kernel '" + ki.name + "' takes " + std::to_string(bound.size()) + " arguments, got " +
-                          std::to_string(args.size()));
+        ki.check_arity(args.size());
         DispatchOptions opt;
         for (auto [key, value] : kwargs) {
           std::string name = nb::cast<std::string>(key);
@@ -145,7 +140,7 @@ void bind_shader(nb::module_& m) {
         std::vector<Tensor> temps;
         converted.reserve(args.size());
         temps.reserve(args.size());
-        for (std::size_t i = 0; i < args.size(); ++i) converted.push_back(convert(args[i], *bound[i], from_array, temps));
+        for (std::size_t i = 0; i < args.size(); ++i) converted.push_back(convert(args[i], ki.binding(static_cast<int>(i)), from_array, temps));
         k.dispatch(converted, opt);
       })
       .def("__repr__", [](const Kernel& k) { return "<bronze.Kernel '" + k.name() + "'>"; });

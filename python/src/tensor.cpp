@@ -148,13 +148,8 @@ const char* typestr(DType t) {
   throw TypeError("NumPy has no bfloat16; convert first, e.g. t.to(bronze.float32)");
 }
 
-nb::dict array_interface(const Tensor& t) {
-  if (t.device().type != DeviceType::CPU)
-    throw nb::attribute_error("__array_interface__ is only offered by CPU tensors; use .cpu() first");
-  {
-    nb::gil_scoped_release g;
-    synchronize(t.device());
-  }
+// The fields __array_interface__ and __cuda_array_interface__ share (v3).
+nb::dict interface_dict(const Tensor& t) {
   nb::dict d;
   nb::list shape, strides;
   for (auto s : t.shape()) shape.append(s);
@@ -167,18 +162,21 @@ nb::dict array_interface(const Tensor& t) {
   return d;
 }
 
+nb::dict array_interface(const Tensor& t) {
+  if (t.device().type != DeviceType::CPU)
+    throw nb::attribute_error("__array_interface__ is only offered by CPU tensors; use .cpu() first");
+  {
+    nb::gil_scoped_release g;
+    synchronize(t.device());
+  }
+  nb::dict d = interface_dict(t);
+  return d;
+}
+
 nb::dict cuda_array_interface(const Tensor& t) {
   if (t.device().type != DeviceType::CUDA)
     throw nb::attribute_error("__cuda_array_interface__ is only offered by CUDA tensors");
-  nb::dict d;
-  nb::list shape, strides;
-  for (auto s : t.shape()) shape.append(s);
-  for (auto s : t.strides()) strides.append(s * static_cast<std::int64_t>(t.element_size()));
-  d["shape"] = nb::tuple(shape);
-  d["strides"] = nb::tuple(strides);
-  d["typestr"] = typestr(t.dtype());
-  d["data"] = nb::make_tuple(reinterpret_cast<std::uintptr_t>(t.data_ptr()), false);
-  d["version"] = 3;
+  nb::dict d = interface_dict(t);
   // No stream to order against (v3 protocol): the device is synchronized
   // before the pointer is handed out, so the consumer may use any stream.
   d["stream"] = nb::none();

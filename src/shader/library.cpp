@@ -272,21 +272,17 @@ std::size_t Kernel::static_thread_group_memory_length() const { return lib_->sta
 
 void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions& opts) const {
   const KernelInfo& ki = info();
-  std::vector<const KernelParam*> bound(ki.bindings(), nullptr);
-  for (const auto& p : ki.params)
-    if (p.binding >= 0) bound[p.binding] = &p;
-  if (args.size() != bound.size())
-    throw TypeError("kernel '" + ki.name + "' takes " + std::to_string(bound.size()) + " arguments, got " +
-                    std::to_string(args.size()));
+  ki.check_arity(args.size());
+  const std::size_t nargs = args.size();
   runtime::KernelLaunch l;
   l.name = ki.name.c_str();
   l.entry = lib_->entries[index_];
   l.cooperative = ki.cooperative;
-  l.args.resize(bound.size());
+  l.args.resize(nargs);
   const Tensor* first_tensor = nullptr;
-  std::vector<std::size_t> inline_sizes(bound.size(), 0);
-  for (std::size_t i = 0; i < bound.size(); ++i) {
-    const KernelParam& p = *bound[i];
+  std::vector<std::size_t> inline_sizes(nargs, 0);
+  for (std::size_t i = 0; i < nargs; ++i) {
+    const KernelParam& p = ki.binding(static_cast<int>(i));
     const KernelArg& a = args[i];
     if (const Tensor* t = a.tensor()) {
       if (p.kind != ParamKind::Buffer)
@@ -342,8 +338,8 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
     group.y = std::min<std::uint32_t>(grid.y, kMaxThreadsPerGroup / group.x);
     group.z = std::min<std::uint32_t>(grid.z, kMaxThreadsPerGroup / (group.x * group.y));
   }
-  for (std::size_t i = 0; i < bound.size(); ++i) {
-    const KernelParam& p = *bound[i];
+  for (std::size_t i = 0; i < nargs; ++i) {
+    const KernelParam& p = ki.binding(static_cast<int>(i));
     const Tensor* t = args[i].tensor();
     if (t && p.indexed_by_grid && p.size && t->nbytes() / p.size < grid.count())
       throw ValueError(arg_label(p) + " holds " + std::to_string(t->nbytes() / p.size) +

@@ -7,10 +7,10 @@
 #include "bronze/error.hpp"
 
 namespace bronze {
-int KernelInfo::bindings() const {
-  int n = 0;
-  for (const auto& p : params) n += p.binding >= 0;
-  return n;
+void KernelInfo::check_arity(std::size_t n) const {
+  if (n != bound.size())
+    throw TypeError("kernel '" + name + "' takes " + std::to_string(bound.size()) + " arguments, got " +
+                    std::to_string(n));
 }
 }  // namespace bronze
 
@@ -394,6 +394,9 @@ class Parser {
             if (t[k].text == p.info.name && t[k + 1].text == "[" && t[k + 2].text == gid && t[k + 3].text == "]")
               p.info.indexed_by_grid = true;
     for (const ParsedParam& p : pk.params) pk.info.params.push_back(p.info);
+    pk.info.bound.resize(bound.size());
+    for (std::size_t k = 0; k < pk.info.params.size(); ++k)
+      if (pk.info.params[k].binding >= 0) pk.info.bound[pk.info.params[k].binding] = static_cast<int>(k);
     pk.threadgroup_sizes = threadgroup_sizes(def, subst);
     kernel_function_.push_back(t[def.params_begin - 2].text);
     out_.kernels.push_back(std::move(pk));

@@ -154,11 +154,7 @@ std::string rewrite_for_cpu(const std::string& src, const ParsedSource& ps, cons
     const ParsedKernel& pk = ps.kernels[k];
     std::string n = std::to_string(k);
     std::string args;
-    std::vector<const ParsedParam*> bound(pk.info.bindings(), nullptr);
-    for (const ParsedParam& p : pk.params) {
-      args += (args.empty() ? "" : ", ") + arg_expr(p, validate);
-      if (p.info.binding >= 0) bound[p.info.binding] = &p;
-    }
+    for (const ParsedParam& p : pk.params) args += (args.empty() ? "" : ", ") + arg_expr(p, validate);
     std::string flat;
     if (flat_loop_ok(pk)) {
       std::string hoist, fargs;
@@ -178,7 +174,7 @@ std::string rewrite_for_cpu(const std::string& src, const ParsedSource& ps, cons
            "  auto f = [&](const bronze_rt::ids& id) { (void)id; " + pk.call + "(" + args + "); };\n"
            "  bronze_rt::" + (pk.info.cooperative ? "run_groups_cooperative" : "run_groups") + "(L, g0, g1, f);\n}\n";
     out += "extern \"C\" BRONZE_EXPORT const unsigned long long bronze_sizes_" + n + "[] = {";
-    for (const ParsedParam* p : bound) out += "sizeof(" + p->info.type + "), ";
+    for (int b : pk.info.bound) out += "sizeof(" + pk.params[b].info.type + "), ";
     out += "0};\n";
     std::string tg = "0";
     for (const std::string& e : pk.threadgroup_sizes) tg += " + " + e;

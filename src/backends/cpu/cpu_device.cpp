@@ -12,6 +12,7 @@
 #include "backends/cpu/cpu_stream.hpp"
 #include "backends/cpu/thread_pool.hpp"
 #include "bronze/error.hpp"
+#include "runtime/stream_set.hpp"
 
 namespace bronze::cpu {
 namespace {
@@ -78,42 +79,18 @@ class CpuDevice final : public runtime::DeviceImpl {
     std::lock_guard<std::mutex> g(mu_);
     if (!default_) {
       default_ = std::make_shared<CpuStream>(device());
-      streams_.push_back(default_);
+      streams_.add(default_);
     }
     return default_;
   }
 
   std::shared_ptr<runtime::StreamImpl> create_stream() override {
     auto s = std::make_shared<CpuStream>(device());
-    std::lock_guard<std::mutex> g(mu_);
-    streams_.push_back(s);
+    streams_.add(s);
     return s;
   }
 
-  void synchronize() override {
-    std::vector<std::shared_ptr<CpuStream>> live;
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      for (auto it = streams_.begin(); it != streams_.end();) {
-        if (auto s = it->lock()) {
-          live.push_back(std::move(s));
-          ++it;
-        } else {
-          it = streams_.erase(it);
-        }
-      }
-    }
-    // Every stream is drained even when one reports a failure.
-    std::string errors;
-    for (auto& s : live) {
-      try {
-        s->synchronize();
-      } catch (const DeviceError& e) {
-        errors += errors.empty() ? e.what() : std::string("; ") + e.what();
-      }
-    }
-    if (!errors.empty()) throw DeviceError(errors);
-  }
+  void synchronize() override { streams_.synchronize_all(); }
 
   std::unique_ptr<runtime::EventImpl> create_event(bool timing) override {
     return std::make_unique<CpuEvent>(timing);
@@ -168,9 +145,9 @@ class CpuDevice final : public runtime::DeviceImpl {
   static CpuStream& q(runtime::StreamImpl& s) { return static_cast<CpuStream&>(s); }
 
   runtime::CachingAllocator allocator_;
-  std::mutex mu_;
+  std::mutex mu_;  // guards default_
   std::shared_ptr<CpuStream> default_;
-  std::vector<std::weak_ptr<CpuStream>> streams_;
+  runtime::StreamSet<CpuStream> streams_;
 };
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "backends/cuda/driver_api.hpp"
 #include "bronze/error.hpp"
 #include "runtime/dtype_dispatch.hpp"
+#include "runtime/stream_set.hpp"
 
 namespace bronze::cuda {
 namespace {
@@ -161,33 +162,18 @@ class CudaDevice final : public runtime::DeviceImpl {
     std::lock_guard<std::mutex> g(mu_);
     if (!default_) {
       default_ = std::make_shared<CudaStream>(ctx_, device());
-      streams_.push_back(default_);
+      streams_.add(default_);
     }
     return default_;
   }
 
   std::shared_ptr<runtime::StreamImpl> create_stream() override {
     auto s = std::make_shared<CudaStream>(ctx_, device());
-    std::lock_guard<std::mutex> g(mu_);
-    streams_.push_back(s);
+    streams_.add(s);
     return s;
   }
 
-  void synchronize() override {
-    std::vector<std::shared_ptr<CudaStream>> live;
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      for (auto it = streams_.begin(); it != streams_.end();) {
-        if (auto s = it->lock()) {
-          live.push_back(std::move(s));
-          ++it;
-        } else {
-          it = streams_.erase(it);
-        }
-      }
-    }
-    for (auto& s : live) s->synchronize();
-  }
+  void synchronize() override { streams_.synchronize_all(); }
 
   std::unique_ptr<runtime::EventImpl> create_event(bool timing) override {
     return std::make_unique<CudaEvent>(ctx_, timing);
@@ -272,9 +258,9 @@ class CudaDevice final : public runtime::DeviceImpl {
   int index_;
   Context ctx_;
   runtime::CachingAllocator allocator_;
-  std::mutex mu_;
+  std::mutex mu_;  // guards default_
   std::shared_ptr<CudaStream> default_;
-  std::vector<std::weak_ptr<CudaStream>> streams_;
+  runtime::StreamSet<CudaStream> streams_;
 };
 
 }  // namespace

@@ -1,0 +1,53 @@
+// The streams a device has handed out, weakly held, so synchronize() can
+// wait for every live one. Shared by the backends.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "bronze/error.hpp"
+
+namespace bronze::runtime {
+
+template <class S>
+class StreamSet {
+ public:
+  void add(const std::shared_ptr<S>& s) {
+    std::lock_guard<std::mutex> g(mu_);
+    streams_.push_back(s);
+  }
+
+  // Waits for every live stream; each is drained even when another reports
+  // a failure, and the failures are raised together.
+  void synchronize_all() {
+    std::vector<std::shared_ptr<S>> live;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      for (auto it = streams_.begin(); it != streams_.end();) {
+        if (auto s = it->lock()) {
+          live.push_back(std::move(s));
+          ++it;
+        } else {
+          it = streams_.erase(it);
+        }
+      }
+    }
+    std::string errors;
+    for (auto& s : live) {
+      try {
+        s->synchronize();
+      } catch (const DeviceError& e) {
+        errors += errors.empty() ? e.what() : std::string("; ") + e.what();
+      }
+    }
+    if (!errors.empty()) throw DeviceError(errors);
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::weak_ptr<S>> streams_;
+};
+
+}  // namespace bronze::runtime
