@@ -7,6 +7,7 @@ import numpy as _np
 
 from . import _C
 from ._C import Tensor, dtype
+from ._C import empty  # noqa: F401  (bound in C++: the allocation hot path)
 
 _NUMPY_TO_DTYPE = {
     _np.dtype("bool"): dtype.bool,
@@ -99,10 +100,6 @@ def _dlpack_device(self):
 
 Tensor.__dlpack__ = _dlpack
 Tensor.__dlpack_device__ = _dlpack_device
-
-
-def empty(*size, dtype=None, device=None):
-    return _C.empty(_shape(size), as_dtype(dtype or "float32"), device)
 
 
 def full(size, fill_value, *, dtype=None, device=None):

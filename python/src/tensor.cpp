@@ -283,7 +283,25 @@ void bind_tensor(nb::module_& m) {
   cls.def("__imul__", [](Tensor& a, double b) -> Tensor& { return a.copy_(mul(a, Scalar(b))); }, nb::rv_policy::none);
 
   m.def("mm", &mm, nb::arg("a"), nb::arg("b"));
-  m.def("empty", &empty, nb::arg("shape"), nb::arg("dtype"), nb::arg("device") = nb::none());
+  // empty(*size, dtype=None, device=None) parsed here: it is the allocation
+  // hot path, and a Python wrapper would triple its cost.
+  m.def("empty", [](nb::args size, nb::handle dtype, std::optional<Device> device) {
+    nb::handle dims = size;
+    if (size.size() == 1 && (PyTuple_Check(size[0].ptr()) || PyList_Check(size[0].ptr()))) dims = size[0];
+    Shape shape;
+    for (nb::handle d : dims) {
+      if (!PyLong_Check(d.ptr()) || PyBool_Check(d.ptr()))
+        throw TypeError(std::string("shape entries must be ints, got ") + Py_TYPE(d.ptr())->tp_name);
+      shape.push_back(nb::cast<std::int64_t>(d));
+    }
+    DType t = DType::Float32;
+    if (!dtype.is_none()) {
+      static nb::handle as_dtype = nb::object(nb::module_::import_("bronze._tensor").attr("as_dtype")).release();
+      t = nb::isinstance<DType>(dtype) ? nb::cast<DType>(dtype) : nb::cast<DType>(as_dtype(dtype));
+    }
+    return empty(shape, t, device);
+  }, nb::arg("size"), nb::kw_only(), nb::arg("dtype") = nb::none(), nb::arg("device") = nb::none());
+  m.def("_empty", &empty, nb::arg("shape"), nb::arg("dtype"), nb::arg("device") = nb::none());
   m.def("_full", [](const Shape& s, double v, DType t, OptDevice d) { return full(s, v, t, d); });
   m.def("_full", [](const Shape& s, std::int64_t v, DType t, OptDevice d) { return full(s, v, t, d); });
   m.def("_arange", &arange);
