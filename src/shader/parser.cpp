@@ -103,27 +103,40 @@ class Parser {
     return out_.tokens[i].text == "[" && out_.tokens[i + 1].text == "[";
   }
 
+  // Token ranges [b, e) between the top-level commas of tokens [begin, end)
+  // (nesting in (), [] and <> is skipped); empty ranges are dropped.
+  std::vector<std::pair<std::size_t, std::size_t>> split_commas(std::size_t begin, std::size_t end) const {
+    const auto& t = out_.tokens;
+    std::vector<std::pair<std::size_t, std::size_t>> out;
+    std::size_t b = begin;
+    int depth = 0;
+    for (std::size_t k = begin; k <= end; ++k) {
+      const std::string& x = k < end ? t[k].text : std::string();
+      if (x == "(" || x == "[" || x == "<") ++depth;
+      if (x == ")" || x == "]" || x == ">") --depth;
+      if (k == end || (x == "," && depth == 0)) {
+        if (k > b) out.emplace_back(b, k);
+        b = k + 1;
+      }
+    }
+    return out;
+  }
+
   std::size_t template_definition(std::size_t i) {
     const auto& t = out_.tokens;
     std::size_t close = match(i + 1, "<", ">");
+    // Each parameter's name: its last top-level identifier before any default.
     std::vector<std::string> tparams;
-    // Parameter names: the last identifier before each top-level ',' or the '>'.
-    std::string last;
-    int depth = 0;
-    for (std::size_t k = i + 2; k < close; ++k) {
-      if (t[k].text == "<" || t[k].text == "(") ++depth;
-      if (t[k].text == ">" || t[k].text == ")") --depth;
-      if (t[k].kind == Token::Ident && depth == 0) last = t[k].text;
-      if (t[k].text == "=") {  // default argument: name already seen
-        tparams.push_back(last);
-        last.clear();
-        while (k + 1 < close && !(t[k + 1].text == "," && depth == 0)) ++k;
-      } else if (t[k].text == "," && depth == 0 && !last.empty()) {
-        tparams.push_back(last);
-        last.clear();
+    for (auto [b, e] : split_commas(i + 2, close)) {
+      std::string name;
+      int depth = 0;
+      for (std::size_t k = b; k < e && t[k].text != "="; ++k) {
+        if (t[k].text == "<" || t[k].text == "(") ++depth;
+        if (t[k].text == ">" || t[k].text == ")") --depth;
+        if (t[k].kind == Token::Ident && depth == 0) name = t[k].text;
       }
+      if (!name.empty()) tparams.push_back(name);
     }
-    if (!last.empty()) tparams.push_back(last);
     return declaration(close + 1, tparams);
   }
 
@@ -204,19 +217,11 @@ class Parser {
     if (it == templates_.end()) return end;  // not a kernel template
     std::size_t close = match(name_at + 1, "<", ">");
     std::vector<std::string> args;
-    std::string cur;
-    int depth = 0;
-    for (std::size_t a = name_at + 2; a < close; ++a) {
-      if (t[a].text == "<" || t[a].text == "(") ++depth;
-      if (t[a].text == ">" || t[a].text == ")") --depth;
-      if (t[a].text == "," && depth == 0) {
-        args.push_back(cur);
-        cur.clear();
-      } else {
-        cur += (cur.empty() ? "" : " ") + t[a].text;
-      }
+    for (auto [b, e] : split_commas(name_at + 2, close)) {
+      std::string arg;
+      for (std::size_t a = b; a < e; ++a) arg += (arg.empty() ? "" : " ") + t[a].text;
+      args.push_back(arg);
     }
-    if (!cur.empty()) args.push_back(cur);
     if (args.size() != it->second.tparams.size())
       fail(t[name_at], "instantiation of '" + t[name_at].text + "' has " + std::to_string(args.size()) +
                            " template arguments, the template takes " + std::to_string(it->second.tparams.size()));
@@ -255,23 +260,10 @@ class Parser {
     pk.info.name = host;
     pk.info.line = def.line;
     pk.call = call;
-    // Split the parameter list at top-level commas.
-    std::vector<std::pair<std::size_t, std::size_t>> ranges;
-    std::size_t b = def.params_begin;
-    int depth = 0;
-    for (std::size_t k = def.params_begin; k <= def.params_end; ++k) {
-      const std::string& x = t[k].text;
-      if (k < def.params_end && (x == "(" || x == "[" || x == "<")) ++depth;
-      if (k < def.params_end && (x == ")" || x == "]" || x == ">")) --depth;
-      if (k == def.params_end || (x == "," && depth == 0)) {
-        if (k > b) ranges.emplace_back(b, k);
-        b = k + 1;
-      }
-    }
+    auto ranges = split_commas(def.params_begin, def.params_end);
     if (ranges.size() == 1 && ranges[0].second - ranges[0].first == 1 && t[ranges[0].first].text == "void")
       ranges.clear();
     std::set<int> used_slots;
-    std::vector<ParsedParam*> implicit;
     for (const auto& range : ranges) {
       const std::size_t pb = range.first, pe = range.second;
       ParsedParam p;
