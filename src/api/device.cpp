@@ -4,6 +4,7 @@
 
 #include "bronze/error.hpp"
 #include "backends/cuda/driver_api.hpp"
+#include "backends/cuda/nvrtc.hpp"
 #include "runtime/device_impl.hpp"
 
 namespace bronze {
@@ -51,7 +52,9 @@ DeviceProperties get_device_properties(std::optional<Device> d) {
   return runtime::device_impl(runtime::resolve(d)).properties();
 }
 
-std::string cuda_status() { return cuda::status(); }
+std::string cuda_status() {
+  return cuda::driver() ? cuda::status() + "; " + cuda::nvrtc_status() : cuda::status();
+}
 
 void synchronize(std::optional<Device> d) { runtime::device_impl(runtime::resolve(d)).synchronize(); }
 

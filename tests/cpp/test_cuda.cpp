@@ -38,7 +38,9 @@ TEST(Cuda, HostRoundTripAndFill) {
   for (int i = 0; i < 1000; ++i) ASSERT_EQ(back[i], i);
   auto f = bronze::full({10}, 1.0, bronze::DType::Float64, kCuda);
   for (double v : f.to_double_vector()) EXPECT_EQ(v, 1.0);
-  EXPECT_THROW(bronze::add(t, 1.0), bronze::NotSupportedError);
+  auto sum = bronze::add(t, 1.0).to_double_vector();
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(sum[i], i + 1.0);
+  EXPECT_THROW(bronze::mm(t.reshape({10, 100}), t.reshape({100, 10})), bronze::NotSupportedError);
 }
 
 TEST(Cuda, EventsTimeStreamWork) {

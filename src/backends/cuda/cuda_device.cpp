@@ -4,6 +4,7 @@
 #include <mutex>
 #include <vector>
 
+#include "backends/cuda/cuda_kernels.hpp"
 #include "backends/cuda/driver_api.hpp"
 #include "bronze/error.hpp"
 #include "runtime/dtype_dispatch.hpp"
@@ -209,24 +210,48 @@ class CudaDevice final : public runtime::DeviceImpl {
   }
 
   void copy(runtime::StreamImpl& s, const runtime::View& dst, const runtime::View& src) override {
-    if (dst.dtype != src.dtype || !dst.contiguous() || !src.contiguous() || dst.numel() != src.numel())
-      not_yet("copy with dtype conversion, broadcasting or strides");
     ctx_.make_current();
-    check(driver()->cuMemcpyDtoDAsync(dptr(dst.data), dptr(src.data), dst.numel() * element_size(dst.dtype),
-                                      cs(s).handle()),
-          "cuMemcpyDtoDAsync");
+    if (dst.dtype == src.dtype && dst.contiguous() && src.contiguous() && dst.numel() == src.numel() &&
+        src.strides == runtime::contiguous_strides(src.shape)) {
+      check(driver()->cuMemcpyDtoDAsync(dptr(dst.data), dptr(src.data), dst.numel() * element_size(dst.dtype),
+                                        cs(s).handle()),
+            "cuMemcpyDtoDAsync");
+      return;
+    }
+    Geometry g = geometry({&dst, &src});
+    void* d = dst.data;
+    void* p = src.data;
+    void* args[] = {&d, &p, &g};
+    launch_1d(kernels_.get(copy_source(dst.dtype, src.dtype)), g.n, cs(s).handle(), args);
   }
-  void binary(runtime::StreamImpl&, runtime::BinaryOp, const runtime::View&, const runtime::View&,
-              const runtime::View&) override {
-    not_yet("elementwise arithmetic");
+  void binary(runtime::StreamImpl& s, runtime::BinaryOp op, const runtime::View& out, const runtime::View& a,
+              const runtime::View& b) override {
+    elementwise(s, binary_source(out.dtype, op, false), out, a, &b, 0.0, 0);
   }
-  void binary_scalar(runtime::StreamImpl&, runtime::BinaryOp, const runtime::View&, const runtime::View&,
-                     Scalar) override {
-    not_yet("elementwise arithmetic");
+  void binary_scalar(runtime::StreamImpl& s, runtime::BinaryOp op, const runtime::View& out, const runtime::View& a,
+                     Scalar b) override {
+    elementwise(s, binary_source(out.dtype, op, true), out, a, nullptr, b.to_double(), b.to_int());
   }
-  void arange(runtime::StreamImpl&, const runtime::View&, double, double) override { not_yet("arange"); }
-  void random(runtime::StreamImpl&, const runtime::View&, const runtime::RandomParams&) override {
-    not_yet("random number generation");
+  void arange(runtime::StreamImpl& s, const runtime::View& out, double start, double step) override {
+    ctx_.make_current();
+    Geometry g = geometry({&out});
+    void* o = out.data;
+    void* args[] = {&o, &start, &step, &g};
+    launch_1d(kernels_.get(arange_source(out.dtype)), g.n, cs(s).handle(), args);
+  }
+  void random(runtime::StreamImpl& s, const runtime::View& out, const runtime::RandomParams& p) override {
+    ctx_.make_current();
+    const bool wide = out.dtype == DType::Float64 ||
+                      (p.kind == runtime::RandomKind::Int && static_cast<std::uint64_t>(p.high - p.low) > 0xffffffffull);
+    Geometry g = geometry({&out});
+    void* o = out.data;
+    unsigned long long seed = p.philox.seed, base = p.philox.offset;
+    double a = p.a, b = p.b;
+    long long low = p.low, high = p.high;
+    void* args[] = {&o, &seed, &base, &a, &b, &low, &high, &g};
+    // Exact floating point (no FMA contraction): the CPU's numbers, bit for bit.
+    launch_1d(kernels_.get(random_source(out.dtype, p.kind, wide), true), (g.n + (wide ? 1 : 3)) / (wide ? 2 : 4),
+              cs(s).handle(), args);
   }
   void matmul(runtime::StreamImpl&, const runtime::View&, const runtime::View&, const runtime::View&) override {
     not_yet("mm");
@@ -249,6 +274,25 @@ class CudaDevice final : public runtime::DeviceImpl {
   }
 
  private:
+  // out = a (op) b, or a (op) scalar when b is null; views already broadcast.
+  void elementwise(runtime::StreamImpl& s, const std::string& source, const runtime::View& out, const runtime::View& a,
+                   const runtime::View* b, double yf, long long yi) {
+    ctx_.make_current();
+    Geometry g = b ? geometry({&out, &a, b}) : geometry({&out, &a});
+    void* o = out.data;
+    void* x = a.data;
+    void* y = b ? b->data : nullptr;
+    void* args[] = {&o, &x, &y, &yf, &yi, &g};
+    launch_1d(kernels_.get(source), g.n, cs(s).handle(), args);
+  }
+
+  static int arch_of(const Context& ctx) {
+    int major = 0, minor = 0;
+    driver()->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, ctx.device());
+    driver()->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, ctx.device());
+    return major * 10 + minor;
+  }
+
   std::size_t total_memory() const {
     std::size_t bytes = 0;
     check(driver()->cuDeviceTotalMem(&bytes, ctx_.device()), "cuDeviceTotalMem");
@@ -258,6 +302,7 @@ class CudaDevice final : public runtime::DeviceImpl {
   int index_;
   Context ctx_;
   runtime::CachingAllocator allocator_;
+  KernelCache kernels_{arch_of(ctx_)};
   std::mutex mu_;  // guards default_
   std::shared_ptr<CudaStream> default_;
   runtime::StreamSet<CudaStream> streams_;

@@ -67,6 +67,9 @@ const Loaded& loaded() {
     sym(h, d.cuEventQuery, "cuEventQuery", missing);
     sym(h, d.cuEventSynchronize, "cuEventSynchronize", missing);
     sym(h, d.cuEventElapsedTime, "cuEventElapsedTime", missing);
+    sym(h, d.cuModuleLoadData, "cuModuleLoadData", missing);
+    sym(h, d.cuModuleGetFunction, "cuModuleGetFunction", missing);
+    sym(h, d.cuLaunchKernel, "cuLaunchKernel", missing);
     if (!missing.empty()) {
       r.status = "the CUDA driver lacks " + missing;
       return r;
