@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "bronze/error.hpp"
+#include "backends/cuda/cublas.hpp"
 #include "backends/cuda/driver_api.hpp"
 #include "backends/cuda/nvrtc.hpp"
 #include "runtime/device_impl.hpp"
@@ -53,7 +54,7 @@ DeviceProperties get_device_properties(std::optional<Device> d) {
 }
 
 std::string cuda_status() {
-  return cuda::driver() ? cuda::status() + "; " + cuda::nvrtc_status() : cuda::status();
+  return cuda::driver() ? cuda::status() + "; " + cuda::nvrtc_status() + "; " + cuda::cublas_status() : cuda::status();
 }
 
 void synchronize(std::optional<Device> d) { runtime::device_impl(runtime::resolve(d)).synchronize(); }

@@ -42,4 +42,17 @@ struct View {
   }
 };
 
+// How a 2-D operand is laid out for a BLAS: row-major with a leading
+// dimension, or transposed (column-major storage). The tensor layer copies
+// any other layout first.
+struct MatrixLayout {
+  bool trans;
+  int ld;
+};
+inline MatrixLayout matrix_layout(const View& v) {
+  if (v.strides[1] == 1 || v.shape[1] == 1)
+    return {false, static_cast<int>(v.strides[0] > v.shape[1] ? v.strides[0] : v.shape[1])};
+  return {true, static_cast<int>(v.strides[1] > v.shape[0] ? v.strides[1] : v.shape[0])};
+}
+
 }  // namespace bronze::runtime

@@ -123,10 +123,22 @@ def test_philox_streams_are_bit_identical_to_cpu(dtype):
     assert bronze.get_rng_state(CUDA).numpy().tolist() == bronze.get_rng_state("cpu").numpy().tolist()
 
 
+@pytest.mark.parametrize("dtype,tol", [(bronze.float32, 1e-4), (bronze.float64, 1e-10), (bronze.float16, 2e-2),
+                                       (bronze.bfloat16, 5e-2)])
+def test_mm_through_cublas(dtype, tol):
+    bronze.manual_seed(0)
+    a, b = bronze.randn(65, 33, dtype=dtype), bronze.randn(33, 17, dtype=dtype)
+    ref = (a.to(bronze.float64) @ b.to(bronze.float64)).numpy()
+    got = (a.to(CUDA) @ b.to(CUDA)).to(bronze.float64).numpy()
+    np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * 4)
+    at = a.to(CUDA).T  # a transposed operand goes to cuBLAS as is
+    np.testing.assert_allclose((at @ a.to(CUDA)).to(bronze.float64).numpy(),
+                               a.to(bronze.float64).numpy().T @ a.to(bronze.float64).numpy(), rtol=tol * 4, atol=tol * 40)
+
+
 def test_not_yet_implemented_ops_are_clear_errors():
     x = bronze.ones(4, 4, device=CUDA)
-    for call in (lambda: x @ x,
-                 lambda: bronze.compile_shader("kernel void f(device float* o) {}", device=CUDA)):
+    for call in (lambda: bronze.compile_shader("kernel void f(device float* o) {}", device=CUDA),):
         with pytest.raises(bronze.NotSupportedError):
             call()
     assert x.numpy().tolist() == [1.0] * 4  # still usable

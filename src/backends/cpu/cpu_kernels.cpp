@@ -222,16 +222,6 @@ void random(const View& out, const runtime::RandomParams& p) {
 }
 
 namespace {
-// How a 2-D operand is laid out for BLAS: row-major with leading dimension,
-// or transposed (column-major). Anything else was made contiguous earlier.
-struct Operand {
-  bool trans;
-  int ld;
-};
-Operand layout(const View& v) {
-  if (v.strides[1] == 1 || v.shape[1] == 1) return {false, static_cast<int>(std::max<std::int64_t>(v.strides[0], v.shape[1]))};
-  return {true, static_cast<int>(std::max<std::int64_t>(v.strides[1], v.shape[0]))};
-}
 std::vector<float> to_f32(const View& v) {
   std::vector<float> r(static_cast<std::size_t>(v.numel()));
   View dst{r.data(), DType::Float32, v.shape, runtime::contiguous_strides(v.shape), nullptr};
@@ -244,7 +234,7 @@ void matmul(const View& out, const View& a, const View& b) {
   const int m = static_cast<int>(a.shape[0]), k = static_cast<int>(a.shape[1]),
             n = static_cast<int>(b.shape[1]);
   if (out.dtype == DType::Float32 || out.dtype == DType::Float64) {
-    Operand la = layout(a), lb = layout(b);
+    runtime::MatrixLayout la = runtime::matrix_layout(a), lb = runtime::matrix_layout(b);
     if (out.dtype == DType::Float32)
       blas::sgemm(la.trans, lb.trans, m, n, k, typed<float>(a), la.ld, typed<float>(b), lb.ld,
                   typed<float>(out), n);

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <vector>
 
+#include "backends/cuda/cublas.hpp"
 #include "backends/cuda/cuda_kernels.hpp"
 #include "backends/cuda/driver_api.hpp"
 #include "bronze/error.hpp"
@@ -253,8 +254,10 @@ class CudaDevice final : public runtime::DeviceImpl {
     launch_1d(kernels_.get(random_source(out.dtype, p.kind, wide), true), (g.n + (wide ? 1 : 3)) / (wide ? 2 : 4),
               cs(s).handle(), args);
   }
-  void matmul(runtime::StreamImpl&, const runtime::View&, const runtime::View&, const runtime::View&) override {
-    not_yet("mm");
+  void matmul(runtime::StreamImpl& s, const runtime::View& out, const runtime::View& a,
+              const runtime::View& b) override {
+    ctx_.make_current();
+    gemm(index_, cs(s).handle(), out, a, b);
   }
   void launch(runtime::StreamImpl&, runtime::KernelLaunch&&) override { not_yet("shader dispatch"); }
 
