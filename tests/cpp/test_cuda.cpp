@@ -4,7 +4,10 @@
 
 #include <cmath>
 
+#include "backends/cuda/cuda_kernels.hpp"
+#include "backends/cuda/nvrtc.hpp"
 #include "bronze/bronze.hpp"
+#include "shader/metal_headers.hpp"
 
 namespace {
 const bronze::Device kCuda(bronze::DeviceType::CUDA, 0);
@@ -61,4 +64,30 @@ TEST(Cuda, EventsTimeStreamWork) {
   EXPECT_GE(a.elapsed_time(b), 0.0);
   EXPECT_TRUE(b.query());
   bronze::synchronize(kCuda);
+}
+
+// The generated kernel sources compile with NVRTC for sm_90 wherever NVRTC
+// is installed, with or without a GPU (a subset that covers every code path).
+TEST(CudaKernels, GeneratedSourcesCompileWithNvrtc) {
+  if (!bronze::cuda::nvrtc_available()) GTEST_SKIP() << bronze::cuda::nvrtc_status();
+  using bronze::DType;
+  const DType all[] = {DType::Bool,    DType::UInt8,    DType::Int8,    DType::Int16,  DType::Int32,
+                       DType::Int64,   DType::Float16,  DType::BFloat16, DType::Float32, DType::Float64};
+  std::vector<std::pair<std::string, bool>> sources;
+  for (DType t : all) {
+    for (DType s : {DType::Bool, DType::Float16, DType::Int64, DType::Float32}) sources.push_back({bronze::cuda::copy_source(t, s), false});
+    sources.push_back({bronze::cuda::arange_source(t), false});
+    sources.push_back({bronze::cuda::binary_source(t, bronze::runtime::BinaryOp::Div, false), false});
+    sources.push_back({bronze::cuda::binary_source(t, bronze::runtime::BinaryOp::RSub, true), false});
+    for (auto k : {bronze::runtime::RandomKind::Uniform, bronze::runtime::RandomKind::Normal, bronze::runtime::RandomKind::Int})
+      sources.push_back({bronze::cuda::random_source(t, k, t == DType::Float64), true});
+  }
+  for (const auto& [src, exact] : sources) {
+    std::vector<char> cubin;
+    ASSERT_NO_THROW(cubin = bronze::cuda::compile_cubin(src, {{"philox.hpp", bronze::shader::embedded::philox_hpp}}, 90,
+                                                        exact ? std::vector<std::string>{"--fmad=false"}
+                                                              : std::vector<std::string>{}))
+        << src;
+    EXPECT_GT(cubin.size(), 100u);
+  }
 }
