@@ -141,4 +141,4 @@ def test_not_yet_implemented_ops_are_clear_errors():
     for call in (lambda: bronze.compile_shader("kernel void f(device float* o) {}", device=CUDA),):
         with pytest.raises(bronze.NotSupportedError):
             call()
-    assert x.numpy().tolist() == [1.0] * 4  # still usable
+    assert x.numpy().tolist() == [[1.0] * 4] * 4  # still usable
