@@ -42,6 +42,7 @@ __device__ inline bf16_t bf16_of(float f) {
   return b;
 }
 __device__ inline i64 offset_of(const Geometry& g, int k, i64 i) {
+  if (g.nd == 1) return i * g.stride[k][0];  // contiguous operands: no index arithmetic
   i64 o = 0;
   for (int d = g.nd - 1; d >= 0; --d) {
     i64 idx = i % g.shape[d];
@@ -84,10 +85,18 @@ std::string program(const std::string& body) { return kPrelude + body; }
 
 Geometry geometry(const std::vector<const runtime::View*>& views) {
   Geometry g;
+  g.n = views[0]->numel();
+  bool flat = true;
+  for (const auto* v : views) flat = flat && v->contiguous();
+  if (flat) {  // one dimension: the kernels index every operand by i
+    g.nd = 1;
+    g.shape[0] = g.n;
+    for (std::size_t k = 0; k < views.size(); ++k) g.stride[k][0] = 1;
+    return g;
+  }
   const auto& shape = views[0]->shape;
   if (shape.size() > 8) throw NotSupportedError("CUDA tensor kernels take at most 8 dimensions");
   g.nd = static_cast<int>(shape.size());
-  g.n = views[0]->numel();
   for (int d = 0; d < g.nd; ++d) {
     g.shape[d] = shape[d];
     for (std::size_t k = 0; k < views.size(); ++k) g.stride[k][d] = views[k]->strides[d];
