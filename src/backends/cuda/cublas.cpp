@@ -7,6 +7,7 @@
 #include <mutex>
 #include <vector>
 
+#include "backends/cuda/toolkit_paths.hpp"
 #include "bronze/error.hpp"
 
 namespace bronze::cuda {
@@ -28,15 +29,7 @@ struct Lib {
 const Lib& lib() {
   static const Lib l = [] {
     Lib r;
-    std::vector<std::string> names;
-    if (const char* env = std::getenv("BRONZE_CUBLAS_LIBRARY")) names.push_back(env);
-    std::vector<std::string> dirs = {""};
-    for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
-      if (const char* v = std::getenv(var)) dirs.push_back(std::string(v) + "/lib64/");
-    dirs.push_back("/usr/local/cuda/lib64/");
-    for (const auto& d : dirs)
-      for (const char* so : {"libcublas.so.13", "libcublas.so.12", "libcublas.so"}) names.push_back(d + so);
-    for (const auto& name : names) {
+    for (const auto& name : toolkit_library_candidates("BRONZE_CUBLAS_LIBRARY", "libcublas")) {
       void* h = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
       if (!h) continue;
       r.create = reinterpret_cast<decltype(r.create)>(dlsym(h, "cublasCreate_v2"));

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "backends/cuda/toolkit_paths.hpp"
 #include "bronze/error.hpp"
 #include "jit/disk_cache.hpp"
 #include "jit/sha256.hpp"
@@ -32,15 +33,7 @@ struct Nvrtc {
 const Nvrtc& lib() {
   static const Nvrtc n = [] {
     Nvrtc r;
-    std::vector<std::string> names;
-    if (const char* env = std::getenv("BRONZE_NVRTC_LIBRARY")) names.push_back(env);
-    std::vector<std::string> dirs = {""};
-    for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
-      if (const char* v = std::getenv(var)) dirs.push_back(std::string(v) + "/lib64/");
-    dirs.push_back("/usr/local/cuda/lib64/");
-    for (const auto& d : dirs)
-      for (const char* so : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) names.push_back(d + so);
-    for (const auto& name : names) {
+    for (const auto& name : toolkit_library_candidates("BRONZE_NVRTC_LIBRARY", "libnvrtc")) {
       void* h = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
       if (!h) continue;
       auto get = [&](auto& f, const char* s) { f = reinterpret_cast<std::decay_t<decltype(f)>>(dlsym(h, s)); return f != nullptr; };

@@ -1,0 +1,24 @@
+// Where a CUDA toolkit library may be: $<override_env>, then the library
+// path, $CUDA_HOME/lib64, $CUDA_PATH/lib64 and /usr/local/cuda/lib64, each
+// for the CUDA 13 and 12 sonames and the bare name, in that order.
+#pragma once
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace bronze::cuda {
+
+inline std::vector<std::string> toolkit_library_candidates(const char* override_env, const std::string& stem) {
+  std::vector<std::string> names;
+  if (const char* env = std::getenv(override_env); env && *env) names.push_back(env);
+  std::vector<std::string> dirs = {""};
+  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char* v = std::getenv(var); v && *v) dirs.push_back(std::string(v) + "/lib64/");
+  dirs.push_back("/usr/local/cuda/lib64/");
+  for (const auto& d : dirs)
+    for (const char* suffix : {".so.13", ".so.12", ".so"}) names.push_back(d + stem + suffix);
+  return names;
+}
+
+}  // namespace bronze::cuda
