@@ -4,6 +4,9 @@ runs it on the GPU machine). Prints a table; ratio > 1: bronze is faster.
     python bench/bench_gpu.py
 """
 
+import os
+import subprocess
+import sys
 import time
 
 import bronze
@@ -59,6 +62,18 @@ def main():
     row("a + b, 64M float32", 3 * bytes_out / ours / 1e9, 3 * bytes_out / peer / 1e9, "torch a + b", "GB/s", True)
     row("a + b vs copy bandwidth", 3 * bytes_out / ours / 1e9, 2 * bytes_out / copy / 1e9, "torch clone (D2D copy)", "GB/s", True)
 
+    # An elementwise Metal kernel (float4 loads) against the copy bandwidth.
+    add = bronze.compile_shader("""
+    kernel void add4(device const float4* a, device const float4* b, device float4* c,
+                     uint i [[thread_position_in_grid]]) { c[i] = a[i] + b[i]; }""", device=DEV)
+    c = bronze.empty(m, device=DEV)
+    ours = best(lambda: add.add4(a, b, c, threads=m // 4, group_size=256), bsync)
+    row("MSL add4 kernel vs copy bandwidth", 3 * bytes_out / ours / 1e9, 2 * bytes_out / copy / 1e9,
+        "torch clone (D2D copy)", "GB/s", True)
+
+    launch_overheads(row, bsync, tsync, cupy, torch)
+    compile_times(row, cupy, torch)
+
     k = 4096
     x, tx = bronze.randn(k, k, device=DEV), torch.randn(k, k, device="cuda")
     ours = best(lambda: x @ x, bsync)
@@ -88,6 +103,63 @@ def main():
     print(f"{'benchmark':<34} {'bronze':>10} {'peer':>10}  {'unit':<8} {'ratio':>6}  peer")
     for name, ours, peer, peer_name, unit, ratio in rows:
         print(f"{name:<34} {ours:10.3f} {peer:10.3f}  {unit:<8} {ratio:6.2f}  {peer_name}")
+
+
+NOOP_CUDA = 'extern "C" __global__ void noop(float* x) {}'
+
+
+def launch_overheads(row, bsync, tsync, cupy, torch):
+    """Python call to kernel launch of a trivial kernel, back to back (queue throughput)."""
+    n = 20000
+    x = bronze.empty(1, device=DEV)
+    metal = bronze.compile_shader("kernel void noop(device float* x, uint i [[thread_position_in_grid]]) {}", device=DEV)
+    cuda = bronze.compile_shader(NOOP_CUDA, language="cuda", device=DEV)
+    ours_metal = best(lambda: metal.noop(x), bsync, number=n) * 1e6
+    ours_cuda = best(lambda: cuda.noop(x, threads=1), bsync, number=n) * 1e6
+    if cupy is not None:
+        k = cupy.RawKernel(NOOP_CUDA, "noop")
+        cx = cupy.empty(1, dtype=cupy.float32)
+        peer = best(lambda: k((1,), (1,), (cx,)), cupy.cuda.Device().synchronize, number=n) * 1e6
+        row("launch trivial MSL kernel", ours_metal, peer, "cupy.RawKernel", "us")
+        row("launch trivial CUDA C++ kernel", ours_cuda, peer, "cupy.RawKernel", "us")
+    compile_kernel = getattr(torch.cuda, "_compile_kernel", None)
+    if compile_kernel is not None:
+        tk = compile_kernel(NOOP_CUDA, "noop")
+        tx = torch.empty(1, device="cuda")
+        peer = best(lambda: tk(grid=(1, 1, 1), block=(1, 1, 1), args=[tx]), tsync, number=n) * 1e6
+        row("launch trivial CUDA C++ kernel", ours_cuda, peer, "torch.cuda._compile_kernel", "us")
+
+
+def compile_times(row, cupy, torch):
+    """cold: a source never seen (NVRTC); warm: a fresh process, disk cache; hot: in-process."""
+    tag = f"{os.getpid()}_{time.time_ns()}"
+    src = f'extern "C" __global__ void scale_{tag}(float* y, float a, int n) {{' \
+          ' int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] *= a; }'
+    t0 = time.perf_counter()
+    bronze.compile_shader(src, language="cuda", device=DEV)
+    cold = time.perf_counter() - t0
+    hot = best(lambda: bronze.compile_shader(src, language="cuda", device=DEV), lambda: None, number=1000)
+    child = ("import time, bronze; bronze.empty(1, device='cuda:0'); src = open(0).read(); t = time.perf_counter(); "
+             "bronze.compile_shader(src, language='cuda', device='cuda:0'); print(time.perf_counter() - t)")
+    warm = float(subprocess.run([sys.executable, "-c", child], input=src, capture_output=True, text=True,
+                                check=True).stdout)
+    if cupy is not None:
+        csrc = src.replace(tag, tag + "_cupy")
+        t0 = time.perf_counter()
+        cupy.RawKernel(csrc, f"scale_{tag}_cupy").compile()
+        row("compile CUDA C++ cold (NVRTC)", cold * 1e3, (time.perf_counter() - t0) * 1e3, "cupy.RawKernel", "ms")
+    compile_kernel = getattr(torch.cuda, "_compile_kernel", None)
+    if compile_kernel is not None:
+        tsrc = src.replace(tag, tag + "_torch")
+        t0 = time.perf_counter()
+        compile_kernel(tsrc, f"scale_{tag}_torch")
+        row("compile CUDA C++ cold (NVRTC)", cold * 1e3, (time.perf_counter() - t0) * 1e3,
+            "torch.cuda._compile_kernel", "ms")
+    metal = f"kernel void m_{tag}(device float* o, uint i [[thread_position_in_grid]]) {{ o[i] = 1; }}"
+    t0 = time.perf_counter()
+    bronze.compile_shader(metal, device=DEV)
+    print(f"compile times: CUDA C++ cold {cold * 1e3:.1f} ms, warm (disk, new process) {warm * 1e3:.2f} ms, "
+          f"hot {hot * 1e6:.2f} us; Metal cold {(time.perf_counter() - t0) * 1e3:.1f} ms")
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ struct KernelParam {
   std::string attribute;   // thread-position attribute name, for ParamKind::Attribute
   std::size_t size = 0;    // sizeof(type) in bytes, as the compiler laid it out
   bool indexed_by_grid = false;  // the body indexes it by thread_position_in_grid
+  bool by_value = false;   // the kernel takes a copy of the bytes (constant T&, T), not a pointer
   int line = 0;
 };
 
@@ -108,6 +109,9 @@ struct CompileOptions {
   // launch (DeviceError at the next synchronize, naming kernel, parameter
   // and index) instead of touching memory. Slower: for debugging.
   bool validate = false;
+  // compile_library: also embed cubins for these GPU architectures (90 for
+  // sm_90) and PTX for the oldest of them; needs NVRTC, not a GPU.
+  std::vector<int> cuda_archs;
 };
 
 class Library {
@@ -132,8 +136,14 @@ Library compile_shader(const std::string& source, const CompileOptions& options 
 // source plus the compiled object for this host.
 std::vector<std::uint8_t> compile_library(const std::string& source, const CompileOptions& options = {});
 // Loads a .bronzelib (an object for another host is rebuilt from the source
-// it carries). Throws ValueError on anything else, naming Apple .metallib files.
-Library load_metallib(const std::vector<std::uint8_t>& bytes, std::optional<Device> device = std::nullopt);
-Library load_metallib_file(const std::string& path, std::optional<Device> device = std::nullopt);
+// it carries), or on a CUDA device a raw cubin, PTX or fatbin: its kernels'
+// parameters from `signatures` (CUDA C++ declarations, e.g.
+// "__global__ void saxpy(float* y, const float* x, float a);"), which PTX
+// may leave out (read from its .entry lines). Throws ValueError on anything
+// else, naming Apple .metallib files.
+Library load_metallib(const std::vector<std::uint8_t>& bytes, std::optional<Device> device = std::nullopt,
+                      const std::string& signatures = {});
+Library load_metallib_file(const std::string& path, std::optional<Device> device = std::nullopt,
+                           const std::string& signatures = {});
 
 }  // namespace bronze

@@ -10,6 +10,7 @@ Devices are "cpu" (always present) and "cuda:N". Work is queued on streams
 and runs asynchronously; synchronize() waits for it.
 """
 
+import builtins as _builtins
 import os as _os
 
 from . import errors
@@ -104,10 +105,13 @@ def set_per_process_memory_fraction(fraction, device=None):
     _C._set_per_process_memory_fraction(fraction, device)
 
 
-def load_metallib(source, device=None):
+def load_metallib(source, device=None, signatures=None):
     """Loads a precompiled kernel library: bytes/bytearray, or a path (str/PathLike).
 
-    Reads bronze's .bronzelib format (`bronze compile FILE.metal -o FILE.bronzelib`);
+    Reads bronze's .bronzelib format (`bronze compile FILE.metal -o FILE.bronzelib`)
+    and, on a CUDA device, raw cubin, PTX and fatbin modules. signatures: CUDA C++
+    declarations of the module's kernels ("__global__ void k(float* y, float a);"),
+    needed for cubin/fatbin; PTX's own .entry lines serve otherwise.
     Apple .metallib files get a ValueError saying so.
     """
     if isinstance(source, (bytes, bytearray, memoryview)):
@@ -117,14 +121,29 @@ def load_metallib(source, device=None):
             data = f.read()
     else:
         raise TypeError(f"load_metallib needs bytes, bytearray, str or os.PathLike, got {type(source).__name__}")
-    return _C._load_metallib(data, device)
+    if signatures is not None and not isinstance(signatures, str):
+        raise TypeError(f"signatures must be a str of CUDA declarations, got {type(signatures).__name__}")
+    return _C._load_metallib(data, device, signatures or "")
 
 
-def compile_library(source, filename="shader.metal", device=None):
-    """Compiles Metal source ahead of time into .bronzelib bytes (for load_metallib)."""
+def compile_library(source, filename="shader.metal", device=None, archs=()):
+    """Compiles Metal source ahead of time into .bronzelib bytes (for load_metallib).
+
+    The library holds the source, this host's CPU object and, for each GPU
+    architecture in archs ("sm_90" or 90), a cubin, plus PTX for the oldest
+    (needs NVRTC, not a GPU).
+    """
     if not isinstance(source, str):
         raise TypeError(f"compile_library needs the source as str, got {type(source).__name__}")
-    return _C._compile_library(source, filename, device)
+    return _C._compile_library(source, filename, device, [_arch_number(a) for a in archs])
+
+
+def _arch_number(arch):
+    if isinstance(arch, int) and not isinstance(arch, _builtins.bool):
+        return arch
+    if isinstance(arch, str) and arch.startswith(("sm_", "compute_")) and arch.split("_", 1)[1].isdigit():
+        return int(arch.split("_", 1)[1])
+    raise ValueError(f"a GPU architecture is 'sm_90' or 90, got {arch!r}")
 
 
 def get_rng_state(device=None):

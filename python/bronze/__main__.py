@@ -1,7 +1,7 @@
 """The bronze command line.
 
     bronze info                    devices, backends, compiler and cache
-    bronze compile FILE.metal -o FILE.bronzelib   compile ahead of time
+    bronze compile FILE.metal -o FILE.bronzelib [--arch sm_90 ...]   compile ahead of time
     bronze capture show FILE       list the commands of a capture file
     bronze capture replay FILE     run a capture's kernels again
 """
@@ -37,8 +37,8 @@ def _compile(args):
         source = f.read()
     out = args.output or os.path.splitext(args.file)[0] + ".bronzelib"
     try:
-        data = bronze.compile_library(source, filename=os.path.basename(args.file))
-    except bronze.ShaderCompileError as e:
+        data = bronze.compile_library(source, filename=os.path.basename(args.file), archs=args.arch)
+    except (bronze.ShaderCompileError, bronze.NotSupportedError, ValueError) as e:
         print(e, file=sys.stderr)
         return 1
     with open(out, "wb") as f:
@@ -107,6 +107,8 @@ def main(argv=None):
     comp = sub.add_parser("compile", help="compile a Metal file ahead of time to a .bronzelib")
     comp.add_argument("file")
     comp.add_argument("-o", "--output", help="output path (default: FILE with .bronzelib)")
+    comp.add_argument("--arch", action="append", default=[],
+                      help="also embed a cubin for this GPU architecture (sm_90); repeatable; needs NVRTC")
     comp.set_defaults(func=_compile)
     cap = sub.add_parser("capture", help="inspect or replay a capture file").add_subparsers(dest="action", required=True)
     show = cap.add_parser("show", help="list the captured commands")

@@ -105,6 +105,7 @@ nb::dict param_dict(const KernelParam& p) {
   d["index"] = p.index;
   d["attribute"] = p.attribute;
   d["size"] = p.size;
+  d["by_value"] = p.by_value;
   return d;
 }
 }  // namespace
@@ -180,23 +181,26 @@ void bind_shader(nb::module_& m) {
     return d;
   }, "The compile cache: where it is (or why it is off) and its counters.");
 
-  m.def("_compile_library", [](const std::string& src, const std::string& filename, std::optional<Device> device) {
+  m.def("_compile_library", [](const std::string& src, const std::string& filename, std::optional<Device> device,
+                               std::vector<int> archs) {
     CompileOptions o;
     o.filename = filename;
     o.device = device;
+    o.cuda_archs = std::move(archs);
     std::vector<std::uint8_t> bytes;
     {
       nb::gil_scoped_release g;
       bytes = compile_library(src, o);
     }
     return nb::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-  }, nb::arg("source"), nb::arg("filename") = "shader.metal", nb::arg("device") = nb::none());
-  m.def("_load_metallib", [](nb::bytes data, std::optional<Device> device) {
+  }, nb::arg("source"), nb::arg("filename") = "shader.metal", nb::arg("device") = nb::none(),
+        nb::arg("archs") = std::vector<int>{});
+  m.def("_load_metallib", [](nb::bytes data, std::optional<Device> device, const std::string& signatures) {
     const auto* p = static_cast<const std::uint8_t*>(data.data());
     std::vector<std::uint8_t> bytes(p, p + data.size());
     nb::gil_scoped_release g;
-    return load_metallib(bytes, device);
-  }, nb::arg("data"), nb::arg("device") = nb::none());
+    return load_metallib(bytes, device, signatures);
+  }, nb::arg("data"), nb::arg("device") = nb::none(), nb::arg("signatures") = "");
 
   m.def("compile_shader", [](nb::handle source, const std::string& language, std::optional<Device> device,
                              const std::string& filename, bool validate) {

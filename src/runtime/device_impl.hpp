@@ -34,10 +34,14 @@ struct KernelLaunch {
   const char* name = "";        // owned by the library in `keepalive`
   const void* entry = nullptr;  // the backend's compiled function
   bool cooperative = false;     // threads of a group must run together
+  // GPU: the entry takes bronze's launch record (grid size, threadgroup
+  // buffer offsets) first, as Metal entries do; CUDA C++ kernels do not.
+  bool launch_record = true;
   struct Arg {
     void* ptr = nullptr;
     std::size_t inline_offset = SIZE_MAX;  // set: the argument is inline bytes
     std::size_t bytes = 0;                 // its size (bounds checks)
+    bool by_value = false;  // GPU: inline bytes passed as the parameter itself, not a pointer to them
   };
   std::vector<Arg> args;
   std::vector<std::uint8_t> inline_bytes;
@@ -45,6 +49,18 @@ struct KernelLaunch {
   std::uint32_t group[3] = {1, 1, 1};
   std::uint64_t threadgroup_bytes[8] = {};
   std::vector<std::shared_ptr<void>> keepalive;  // buffers and the library
+};
+
+// A kernel of a loaded GPU module: the symbol asked for, what was found.
+struct ModuleKernel {
+  std::string symbol;                 // in: the entry's (lowered) name
+  std::string sizes_symbol;           // in, optional: a __device__ array of nsizes uint64
+  std::size_t nsizes = 0;
+  const void* entry = nullptr;        // out: the backend's function handle
+  int max_threads = 0;                // out: threads per group it can launch with
+  std::size_t static_shared_bytes = 0;
+  std::vector<std::uint64_t> sizes;   // out: the sizes array
+  std::vector<std::size_t> param_sizes;  // out: each parameter's bytes, where the driver tells
 };
 
 class DeviceImpl {
@@ -74,6 +90,10 @@ class DeviceImpl {
   // out (m x n) = a (m x k) @ b (k x n), all of one floating dtype.
   virtual void matmul(StreamImpl& s, const View& out, const View& a, const View& b) = 0;
   virtual void launch(StreamImpl& s, KernelLaunch&& l) = 0;
+  // GPU backends: sm_XY as XY (0 on the CPU), and loading a compiled module
+  // (cubin, PTX or fatbin), which stays loaded for the process.
+  virtual int gpu_arch() const { return 0; }
+  virtual void load_module(const std::vector<char>& image, std::vector<ModuleKernel>& kernels);
   // Host <-> device transfers of contiguous bytes, queued on `s`.
   virtual void copy_from_host(StreamImpl& s, void* dst, const void* src, std::size_t n,
                               std::shared_ptr<void> keepalive) = 0;

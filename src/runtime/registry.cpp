@@ -57,6 +57,10 @@ const char* binary_op_name(BinaryOp op) {
   return "binary";
 }
 
+void DeviceImpl::load_module(const std::vector<char>&, std::vector<ModuleKernel>&) {
+  throw NotSupportedError("GPU modules (cubin, PTX, fatbin) load on a CUDA device, not on " + device().str());
+}
+
 DeviceImpl& device_impl(const Device& d) {
   if (d.type == DeviceType::CPU) {
     if (d.index != 0) throw ValueError("there is one CPU device, cpu:0; got " + d.str());

@@ -1,6 +1,5 @@
 // compile_shader, libraries and kernel dispatch: argument checks and binding
 // by the parsed signature, then a launch queued on the device's stream.
-#include <dlfcn.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,111 +12,21 @@
 #include "bronze/error.hpp"
 #include "bronze/shader.hpp"
 #include "jit/disk_cache.hpp"
-#include "jit/host_compiler.hpp"
 #include "jit/sha256.hpp"
 #include "runtime/capture.hpp"
 #include "runtime/device_impl.hpp"
 #include "runtime/json_util.hpp"
 #include "shader/bronzelib.hpp"
-#include "shader/metal_headers.hpp"
+#include "shader/gpu_image.hpp"
+#include "shader/library_impl.hpp"
 #include "shader/parser.hpp"
-#include "shader/rewrite_cpu.hpp"
 #include "shader/types.hpp"
 #include "tensor/storage.hpp"
 
 namespace bronze {
 
-namespace detail {
-struct LibraryImpl {
-  Device device;
-  std::string hash;
-  std::string source;
-  std::vector<KernelInfo> kernels;
-  std::vector<std::size_t> static_tg_bytes;
-  std::vector<const void*> entries;
-  bool captured = false;  // source written to the running capture
-};
-}  // namespace detail
-
 namespace {
-constexpr int kMaxThreadsPerGroup = 1024;
 constexpr int kSimdWidth = 32;
-
-std::string source_excerpt(const std::string& src, int line, int col) {
-  std::size_t start = 0;
-  for (int l = 1; l < line && start != std::string::npos; ++l) {
-    start = src.find('\n', start);
-    if (start != std::string::npos) ++start;
-  }
-  if (start == std::string::npos) return "";
-  std::string text = src.substr(start, src.find('\n', start) - start);
-  std::string num = std::to_string(line);
-  return " " + num + " | " + text + "\n " + std::string(num.size(), ' ') + " | " +
-         std::string(std::max(col - 1, 0), ' ') + "^\n";
-}
-
-// The compiler's first error in the user's file, with the source line; the
-// rest of its errors follow.
-[[noreturn]] void raise_compile_error(const std::string& diag, const std::string& src, const std::string& file) {
-  std::string first, rest;
-  int line = 0, col = 0;
-  std::size_t pos = 0;
-  int others = 0;
-  while (pos < diag.size()) {
-    std::size_t end = diag.find('\n', pos);
-    std::string l = diag.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
-    pos = end == std::string::npos ? diag.size() : end + 1;
-    if (l.rfind(file + ":", 0) != 0 || l.find(": error: ") == std::string::npos) continue;
-    if (first.empty()) {
-      first = l;
-      std::sscanf(l.c_str() + file.size() + 1, "%d:%d", &line, &col);
-    } else if (others++ < 5) {
-      rest += l + "\n";
-    }
-  }
-  if (first.empty()) {
-    // Nothing in the user's file: an error bronze's generated entry exposed.
-    throw ShaderCompileError(file + ": error: the kernel signature could not be compiled:\n" + diag);
-  }
-  throw ShaderCompileError(first + "\n" + source_excerpt(src, line, col) + rest, line, col);
-}
-
-// Compiles Metal source for the host CPU; returns the shared object's path.
-std::string compile_cpu_object(const std::string& src, const shader::ParsedSource& ps, const std::string& filename,
-                               bool validate = false) {
-  std::string cpp = shader::rewrite_for_cpu(src, ps, filename, validate);
-  auto r = jit::build_shared_object(
-      cpp, {{"bronze_metal.h", shader::embedded::bronze_metal_h}, {"bronze_metal_dispatch.h", shader::embedded::bronze_metal_dispatch_h}},
-      {"-std=c++17", "-O3", "-fPIC", "-shared", "-fvisibility=hidden", "-w", "-fno-exceptions", "-fno-math-errno",
-       "-fdiagnostics-color=never", "-include", "bronze_metal.h"});
-  if (r.so_path.empty()) raise_compile_error(r.diagnostics, src, filename);
-  return r.so_path;
-}
-
-std::shared_ptr<detail::LibraryImpl> load_cpu_object(const std::string& src, const shader::ParsedSource& ps,
-                                                     const std::string& so_path) {
-  void* h = ::dlopen(so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!h) throw Error(std::string("cannot load the compiled shader: ") + ::dlerror());
-  // Libraries stay loaded for the process: queued launches and thread-local
-  // scratch inside them must outlive every Library handle.
-  auto lib = std::make_shared<detail::LibraryImpl>();
-  lib->source = src;
-  lib->hash = jit::sha256_hex(src).substr(0, 16);
-  for (std::size_t k = 0; k < ps.kernels.size(); ++k) {
-    std::string n = std::to_string(k);
-    const void* entry = ::dlsym(h, ("bronze_entry_" + n).c_str());
-    auto* sizes = static_cast<const unsigned long long*>(::dlsym(h, ("bronze_sizes_" + n).c_str()));
-    auto* tg = static_cast<const unsigned long long*>(::dlsym(h, ("bronze_tgmem_" + n).c_str()));
-    if (!entry || !sizes || !tg) throw Error("compiled shader lacks the entry of kernel " + ps.kernels[k].info.name);
-    KernelInfo info = ps.kernels[k].info;
-    for (auto& p : info.params)
-      if (p.binding >= 0) p.size = static_cast<std::size_t>(sizes[p.binding]);
-    lib->kernels.push_back(std::move(info));
-    lib->entries.push_back(entry);
-    lib->static_tg_bytes.push_back(static_cast<std::size_t>(*tg));
-  }
-  return lib;
-}
 
 std::string join_names(const detail::LibraryImpl& lib) {
   std::string s;
@@ -165,24 +74,82 @@ std::string arg_label(const KernelParam& p) {
 }  // namespace
 
 namespace {
-void check_cpu_metal(const Device& d, const std::string& language) {
-  if (d.type != DeviceType::CPU || language != "metal")
-    throw NotSupportedError("shaders for " + d.str() + " in language '" + language +
-                            "' need the CUDA backend, which this build does not have yet");
-}
-
 std::vector<std::uint8_t> read_binary(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw ValueError("cannot open '" + path + "'");
   return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(f), {});
 }
+
+void check_language(const Device& d, const CompileOptions& o) {
+  if (o.language != "metal" && o.language != "cuda")
+    throw ValueError("unknown shader language '" + o.language + "': expected 'metal' or 'cuda'");
+  if (o.language == "cuda" && d.type != DeviceType::CUDA)
+    throw NotSupportedError("CUDA C++ kernels run on a CUDA device, not on " + d.str() +
+                            "; write the kernel in Metal to run it on both");
+  if (o.validate && d.type != DeviceType::CPU)
+    throw NotSupportedError("validate=True (bounds-checked buffers) runs on the CPU backend; compile with "
+                            "device='cpu' to debug the kernel there");
+}
+
+// "shader.metal" names Metal source; CUDA source is "kernel.cu" unless named.
+std::string source_name(const CompileOptions& o) {
+  return o.language == "cuda" && o.filename == CompileOptions().filename ? "kernel.cu" : o.filename;
+}
+
+std::string cubin_target(int arch) { return "cuda-sm_" + std::to_string(arch); }
+std::string ptx_target(int arch) { return "cuda-ptx-compute_" + std::to_string(arch); }
+
+std::string cache_object(const std::vector<std::uint8_t>& object, const std::string& suffix) {
+  // Content-addressed like compiled objects, so loading twice reuses one file.
+  std::string key = jit::Sha256().update(object.data(), object.size()).hex();
+  auto& cache = jit::DiskCache::instance();
+  if (auto hit = cache.lookup(key, suffix)) return *hit;
+  std::string dir = cache.make_work_dir();
+  std::string tmp = dir + "/object" + suffix;
+  std::ofstream(tmp, std::ios::binary).write(reinterpret_cast<const char*>(object.data()),
+                                             static_cast<std::streamsize>(object.size()));
+  std::string path = cache.store(key, suffix, tmp);
+  if (path != tmp) ::rmdir(dir.c_str());
+  return path;
+}
+
+std::shared_ptr<detail::LibraryImpl> build(const Device& d, const std::string& source, const CompileOptions& o) {
+  const std::string file = source_name(o);
+  if (o.language == "cuda") return shader::build_cuda_source(d, source, file);
+  shader::ParsedSource ps = shader::parse(source, file);
+  if (d.type == DeviceType::CUDA) {
+    int arch = runtime::device_impl(d).gpu_arch();
+    return shader::load_cuda_module(d, source, ps, shader::compile_cuda_image(source, ps, file, arch));
+  }
+  auto lib = shader::load_cpu_object(source, ps, shader::compile_cpu_object(source, ps, file, o.validate));
+  lib->device = d;
+  return lib;
+}
+
+// A .bronzelib on a CUDA device: its cubin for the device, else PTX of an
+// architecture at or below it (the driver compiles it), else its source.
+std::shared_ptr<detail::LibraryImpl> load_bronzelib_cuda(const Device& d, const shader::LibraryFile& f,
+                                                         const shader::ParsedSource& ps) {
+  int arch = runtime::device_impl(d).gpu_arch();
+  const std::vector<std::uint8_t>* best_ptx = nullptr;
+  int best_ptx_arch = 0;
+  for (const auto& [target, object] : f.objects) {
+    if (target == cubin_target(arch))
+      return shader::load_cuda_module(d, f.source, ps, std::vector<char>(object.begin(), object.end()));
+    for (int a = arch; a > best_ptx_arch; --a)
+      if (target == ptx_target(a)) {
+        best_ptx = &object;
+        best_ptx_arch = a;
+      }
+  }
+  if (best_ptx) return shader::load_cuda_module(d, f.source, ps, std::vector<char>(best_ptx->begin(), best_ptx->end()));
+  return shader::load_cuda_module(d, f.source, ps, shader::compile_cuda_image(f.source, ps, f.filename, arch));
+}
 }  // namespace
 
 Library compile_shader(const std::string& source, const CompileOptions& options) {
   Device d = runtime::resolve(options.device);
-  if (options.language != "metal" && options.language != "cuda")
-    throw ValueError("unknown shader language '" + options.language + "': expected 'metal' or 'cuda'");
-  check_cpu_metal(d, options.language);
+  check_language(d, options);
   static std::mutex mu;
   static std::unordered_map<std::string, std::shared_ptr<detail::LibraryImpl>> hot;
   std::string key = options.language + '\0' + options.filename + '\0' + d.str() + '\0' +
@@ -192,56 +159,59 @@ Library compile_shader(const std::string& source, const CompileOptions& options)
     auto it = hot.find(key);
     if (it != hot.end()) return Library(it->second);
   }
-  shader::ParsedSource ps = shader::parse(source, options.filename);
-  // Outside the lock: compiles can run in parallel.
-  auto lib = load_cpu_object(source, ps, compile_cpu_object(source, ps, options.filename, options.validate));
-  lib->device = d;
+  auto lib = build(d, source, options);  // outside the lock: compiles can run in parallel
   std::lock_guard<std::mutex> g(mu);
   auto [it, inserted] = hot.emplace(key, lib);
   return Library(it->second);
 }
 
 std::vector<std::uint8_t> compile_library(const std::string& source, const CompileOptions& options) {
-  check_cpu_metal(runtime::resolve(options.device), options.language);
+  if (options.language != "metal") throw ValueError("bronze libraries hold Metal source; got '" + options.language + "'");
   shader::ParsedSource ps = shader::parse(source, options.filename);
   shader::LibraryFile f;
   f.source = source;
   f.filename = options.filename;
-  f.objects.emplace_back(shader::host_cpu_target(), read_binary(compile_cpu_object(source, ps, options.filename)));
+  f.objects.emplace_back(shader::host_cpu_target(),
+                         read_binary(shader::compile_cpu_object(source, ps, options.filename)));
+  std::vector<int> archs = options.cuda_archs;
+  if (options.device && options.device->type == DeviceType::CUDA)
+    archs.push_back(runtime::device_impl(*options.device).gpu_arch());
+  std::sort(archs.begin(), archs.end());
+  archs.erase(std::unique(archs.begin(), archs.end()), archs.end());
+  for (int arch : archs) {
+    std::vector<char> cubin = shader::compile_cuda_image(source, ps, options.filename, arch);
+    f.objects.emplace_back(cubin_target(arch), std::vector<std::uint8_t>(cubin.begin(), cubin.end()));
+  }
+  if (!archs.empty()) {  // PTX for the oldest: newer GPUs without a cubin here JIT it
+    std::vector<char> ptx = shader::compile_cuda_image(source, ps, options.filename, archs.front(), true);
+    f.objects.emplace_back(ptx_target(archs.front()), std::vector<std::uint8_t>(ptx.begin(), ptx.end()));
+  }
   return shader::encode_library(f);
 }
 
-Library load_metallib(const std::vector<std::uint8_t>& bytes, std::optional<Device> device) {
+Library load_metallib(const std::vector<std::uint8_t>& bytes, std::optional<Device> device,
+                      const std::string& signatures) {
   Device d = runtime::resolve(device);
-  check_cpu_metal(d, "metal");
+  if (shader::is_gpu_image(bytes.data(), bytes.size())) {
+    if (d.type != DeviceType::CUDA)
+      throw NotSupportedError("a CUDA module (cubin, PTX or fatbin) loads on a CUDA device, not on " + d.str());
+    return Library(shader::load_gpu_image(d, bytes, signatures));
+  }
   shader::LibraryFile f = shader::decode_library(bytes.data(), bytes.size());
   shader::ParsedSource ps = shader::parse(f.source, f.filename);
+  if (d.type == DeviceType::CUDA) return Library(load_bronzelib_cuda(d, f, ps));
   std::string so_path;
-  for (const auto& [target, object] : f.objects) {
-    if (target != shader::host_cpu_target()) continue;
-    // Content-addressed like compiled objects, so loading twice reuses one file.
-    std::string key = jit::Sha256().update(object.data(), object.size()).hex();
-    auto& cache = jit::DiskCache::instance();
-    if (auto hit = cache.lookup(key, ".so")) {
-      so_path = *hit;
-    } else {
-      std::string dir = cache.make_work_dir();
-      std::string tmp = dir + "/object.so";
-      std::ofstream(tmp, std::ios::binary).write(reinterpret_cast<const char*>(object.data()),
-                                                 static_cast<std::streamsize>(object.size()));
-      so_path = cache.store(key, ".so", tmp);
-      if (so_path != tmp) ::rmdir(dir.c_str());
-    }
-  }
+  for (const auto& [target, object] : f.objects)
+    if (target == shader::host_cpu_target()) so_path = cache_object(object, ".so");
   // No object for this host: build one from the library's source.
-  if (so_path.empty()) so_path = compile_cpu_object(f.source, ps, f.filename);
-  auto lib = load_cpu_object(f.source, ps, so_path);
+  if (so_path.empty()) so_path = shader::compile_cpu_object(f.source, ps, f.filename);
+  auto lib = shader::load_cpu_object(f.source, ps, so_path);
   lib->device = d;
   return Library(lib);
 }
 
-Library load_metallib_file(const std::string& path, std::optional<Device> device) {
-  return load_metallib(read_binary(path), device);
+Library load_metallib_file(const std::string& path, std::optional<Device> device, const std::string& signatures) {
+  return load_metallib(read_binary(path), device, signatures);
 }
 
 std::vector<std::string> Library::kernel_names() const {
@@ -266,7 +236,7 @@ const std::string& Library::hash() const { return impl_->hash; }
 Device Library::device() const { return impl_->device; }
 
 const KernelInfo& Kernel::info() const { return lib_->kernels[index_]; }
-int Kernel::max_threads_per_threadgroup() const { return kMaxThreadsPerGroup; }
+int Kernel::max_threads_per_threadgroup() const { return lib_->max_threads[index_]; }
 int Kernel::thread_execution_width() const { return kSimdWidth; }
 std::size_t Kernel::static_thread_group_memory_length() const { return lib_->static_tg_bytes[index_]; }
 
@@ -278,6 +248,8 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
   l.name = ki.name.c_str();
   l.entry = lib_->entries[index_];
   l.cooperative = ki.cooperative;
+  l.launch_record = lib_->launch_record;
+  const std::uint32_t max_threads = static_cast<std::uint32_t>(lib_->max_threads[index_]);
   l.args.resize(nargs);
   const Tensor* first_tensor = nullptr;
   std::vector<std::size_t> inline_sizes(nargs, 0);
@@ -304,6 +276,7 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
       if (p.kind == ParamKind::Buffer)
         throw TypeError(arg_label(p) + " is a device buffer: pass a tensor or array, not a number");
       bytes = shader::pack_scalar(p, *s, arg_label(p));
+      l.args[i].by_value = p.by_value;
     } else {
       bytes = *a.bytes();
       if (p.kind == ParamKind::Buffer && !p.read_only)
@@ -311,6 +284,10 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
       if (p.size && (bytes.empty() || bytes.size() % p.size != 0))
         throw ValueError(arg_label(p) + " takes bytes in multiples of " + std::to_string(p.size) + ", got " +
                          std::to_string(bytes.size()));
+      if (p.by_value && p.size && bytes.size() != p.size)
+        throw ValueError(arg_label(p) + " is one value of " + std::to_string(p.size) + " bytes, got " +
+                         std::to_string(bytes.size()));
+      l.args[i].by_value = p.by_value;
     }
     // 16-byte alignment for every inline value (vectors, structs).
     std::size_t off = (l.inline_bytes.size() + 15) & ~std::size_t(15);
@@ -330,13 +307,13 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
   if (opts.group_size) {
     group = *opts.group_size;
     if (group.count() == 0) throw ValueError("group_size must be positive");
-    if (group.count() > static_cast<std::uint64_t>(kMaxThreadsPerGroup))
+    if (group.count() > max_threads)
       throw ValueError("group_size " + std::to_string(group.count()) + " is over the kernel's limit of " +
-                       std::to_string(kMaxThreadsPerGroup) + " threads per threadgroup");
+                       std::to_string(max_threads) + " threads per threadgroup");
   } else {
-    group.x = std::min<std::uint32_t>(grid.x, kMaxThreadsPerGroup);
-    group.y = std::min<std::uint32_t>(grid.y, kMaxThreadsPerGroup / group.x);
-    group.z = std::min<std::uint32_t>(grid.z, kMaxThreadsPerGroup / (group.x * group.y));
+    group.x = std::min<std::uint32_t>(grid.x, max_threads);
+    group.y = std::min<std::uint32_t>(grid.y, max_threads / group.x);
+    group.z = std::min<std::uint32_t>(grid.z, max_threads / (group.x * group.y));
   }
   for (std::size_t i = 0; i < nargs; ++i) {
     const KernelParam& p = ki.binding(static_cast<int>(i));

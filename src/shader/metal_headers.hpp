@@ -4,6 +4,7 @@
 
 namespace bronze::shader::embedded {
 extern const char* const bronze_metal_h;
-extern const char* const bronze_metal_dispatch_h;
+extern const char* const bronze_metal_cpu_h;
+extern const char* const bronze_metal_cuda_h;
 extern const char* const philox_hpp;  // src/runtime/philox.hpp, for NVRTC
 }  // namespace bronze::shader::embedded

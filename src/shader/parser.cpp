@@ -351,6 +351,7 @@ class Parser {
       } else if (p.reference || array_at || space.empty() || space == "constant") {
         p.info.kind = ParamKind::Scalar;
         if (array_at) p.pointer = true;  // decays to a pointer to the bound bytes
+        p.info.by_value = !p.pointer;
       } else {
         fail(t[pb], "unsupported kernel parameter '" + p.info.name + "' (address space " + space + ")");
       }

@@ -1,8 +1,7 @@
-// Metal source -> C++ for the host compiler: address spaces and attributes
-// are blanked in place (same lines and columns, so compiler messages point
-// into the user's source via #line), threadgroup variables become per-thread
-// statics (one OS thread runs one threadgroup at a time), and an extern "C"
-// entry per kernel runs a range of threadgroups.
+// Metal source -> C++ for the host compiler (shader/rewrite.hpp's edits;
+// threadgroup variables become per-thread statics, since one OS thread runs
+// one threadgroup at a time), and an extern "C" entry per kernel that runs a
+// range of threadgroups.
 #pragma once
 
 #include <string>

@@ -251,7 +251,7 @@ void matmul(const View& out, const View& a, const View& b) {
 }
 
 namespace {
-// Mirrors bronze_launch in shader/metal/bronze_metal_dispatch.h (the ABI of
+// Mirrors bronze_launch in shader/metal/bronze_metal_cpu.h (the ABI of
 // JIT-compiled entries).
 struct JitFault {
   int set;

@@ -45,8 +45,20 @@ class CudaStream final : public runtime::StreamImpl {
   std::uint64_t id() const override { return id_; }
   void synchronize() override {
     ctx_.make_current();
-    // Asynchronous failures (a faulting kernel) surface here.
-    check(driver()->cuStreamSynchronize(s_), ("queued work on " + device_.str() + " stream " + std::to_string(id_)).c_str());
+    // Asynchronous failures (a faulting kernel) surface here, naming the
+    // stream's last kernel (the likely culprit: the error is sticky).
+    CUresult rc = driver()->cuStreamSynchronize(s_);
+    if (rc == CUDA_SUCCESS) return;
+    std::string what = "queued work on " + device_.str() + " stream " + std::to_string(id_);
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      if (!last_kernel_.empty()) what += " (last kernel launched there: '" + last_kernel_ + "')";
+    }
+    check(rc, what.c_str());
+  }
+  void note_kernel(const char* name) {
+    std::lock_guard<std::mutex> g(mu_);
+    last_kernel_.assign(name);
   }
   bool query() override {
     ctx_.make_current();
@@ -59,6 +71,8 @@ class CudaStream final : public runtime::StreamImpl {
   Device device_;
   std::uint64_t id_;
   CUstream s_ = nullptr;
+  std::mutex mu_;  // guards last_kernel_
+  std::string last_kernel_;
 };
 
 CudaStream& cs(runtime::StreamImpl& s) { return static_cast<CudaStream&>(s); }
@@ -259,7 +273,9 @@ class CudaDevice final : public runtime::DeviceImpl {
     ctx_.make_current();
     gemm(index_, cs(s).handle(), out, a, b);
   }
-  void launch(runtime::StreamImpl&, runtime::KernelLaunch&&) override { not_yet("shader dispatch"); }
+  void launch(runtime::StreamImpl& s, runtime::KernelLaunch&& l) override;
+  int gpu_arch() const override { return kernels_.arch(); }
+  void load_module(const std::vector<char>& image, std::vector<runtime::ModuleKernel>& kernels) override;
 
   void copy_from_host(runtime::StreamImpl& s, void* dst, const void* src, std::size_t n,
                       std::shared_ptr<void> keep) override {
@@ -310,6 +326,110 @@ class CudaDevice final : public runtime::DeviceImpl {
   std::shared_ptr<CudaStream> default_;
   runtime::StreamSet<CudaStream> streams_;
 };
+
+// Mirrors bronze_rt::launch in shader/metal/bronze_metal_cuda.h.
+struct LaunchRecord {
+  std::uint32_t grid[3];
+  std::uint32_t tg_offset[8];
+};
+
+void CudaDevice::launch(runtime::StreamImpl& s, runtime::KernelLaunch&& l) {
+  ctx_.make_current();
+  CudaStream& stream = cs(s);
+  auto f = static_cast<CUfunction>(const_cast<void*>(l.entry));
+  const std::size_t n = l.args.size();
+  // Inline bytes behind pointer parameters (constant arrays, lists) are
+  // staged in device memory; the block is freed right after the launch,
+  // which the allocator hands out again only to later work on this stream.
+  runtime::Block* staged = nullptr;
+  for (const auto& a : l.args)
+    if (a.inline_offset != SIZE_MAX && !a.by_value) {
+      staged = allocator_.allocate(l.inline_bytes.size(), s);
+      check(driver()->cuMemcpyHtoDAsync(dptr(runtime::CachingAllocator::block_ptr(staged)), l.inline_bytes.data(),
+                                        l.inline_bytes.size(), stream.handle()),
+            "cuMemcpyHtoDAsync");
+      break;
+    }
+  std::uint8_t* stage = staged ? static_cast<std::uint8_t*>(runtime::CachingAllocator::block_ptr(staged)) : nullptr;
+  LaunchRecord rec{};
+  std::size_t dynamic_smem = 0;
+  for (int k = 0; k < 8; ++k) {
+    rec.tg_offset[k] = static_cast<std::uint32_t>(dynamic_smem);
+    dynamic_smem += (l.threadgroup_bytes[k] + 15) & ~std::uint64_t(15);
+  }
+  std::memcpy(rec.grid, l.grid, sizeof rec.grid);
+  void* small_ptrs[16];
+  void* small_params[17];
+  std::vector<void*> big_ptrs, big_params;
+  void** ptrs = small_ptrs;
+  void** params = small_params;
+  if (n > 16) {
+    big_ptrs.resize(n);
+    big_params.resize(n + 1);
+    ptrs = big_ptrs.data();
+    params = big_params.data();
+  }
+  std::size_t np = 0;
+  if (l.launch_record) params[np++] = &rec;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& a = l.args[i];
+    if (a.inline_offset == SIZE_MAX) {
+      ptrs[i] = a.ptr;
+      params[np++] = &ptrs[i];
+    } else if (a.by_value) {
+      params[np++] = l.inline_bytes.data() + a.inline_offset;
+    } else {
+      ptrs[i] = stage + a.inline_offset;
+      params[np++] = &ptrs[i];
+    }
+  }
+  unsigned blocks[3];
+  for (int d = 0; d < 3; ++d) blocks[d] = (l.grid[d] + l.group[d] - 1) / l.group[d];
+  if (blocks[0] > 0x7fffffffu || blocks[1] > 65535 || blocks[2] > 65535) {
+    if (staged) allocator_.free(staged);
+    throw ValueError("kernel '" + std::string(l.name) + "': " + std::to_string(blocks[0]) + " x " +
+                     std::to_string(blocks[1]) + " x " + std::to_string(blocks[2]) +
+                     " threadgroups is over CUDA's grid limits (2^31-1 x 65535 x 65535)");
+  }
+  if (dynamic_smem > 48 * 1024)  // above 48 KiB, CUDA wants an opt-in per function
+    driver()->cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(dynamic_smem));
+  CUresult rc = driver()->cuLaunchKernel(f, blocks[0], blocks[1], blocks[2], l.group[0], l.group[1], l.group[2],
+                                         static_cast<unsigned>(dynamic_smem), stream.handle(), params, nullptr);
+  if (staged) allocator_.free(staged);
+  check(rc, ("cuLaunchKernel of '" + std::string(l.name) + "'").c_str());
+  stream.note_kernel(l.name);
+}
+
+void CudaDevice::load_module(const std::vector<char>& image, std::vector<runtime::ModuleKernel>& kernels) {
+  ctx_.make_current();
+  const Driver* d = driver();
+  CUmodule m = nullptr;
+  check(d->cuModuleLoadData(&m, image.data()), "cuModuleLoadData");  // stays loaded for the process
+  for (auto& k : kernels) {
+    CUfunction f = nullptr;
+    if (d->cuModuleGetFunction(&f, m, k.symbol.c_str()) != CUDA_SUCCESS)
+      throw KernelNotFoundError("the CUDA module has no kernel '" + k.symbol + "'");
+    k.entry = f;
+    int v = 0;
+    check(d->cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f), "cuFuncGetAttribute");
+    k.max_threads = v;
+    check(d->cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f), "cuFuncGetAttribute");
+    k.static_shared_bytes = static_cast<std::size_t>(v);
+    if (d->cuFuncGetParamInfo) {
+      std::size_t offset = 0, size = 0;
+      for (std::size_t i = 0; d->cuFuncGetParamInfo(f, i, &offset, &size) == CUDA_SUCCESS; ++i)
+        k.param_sizes.push_back(size);
+    }
+    if (!k.sizes_symbol.empty()) {
+      CUdeviceptr p = 0;
+      std::size_t bytes = 0;
+      check(d->cuModuleGetGlobal(&p, &bytes, m, k.sizes_symbol.c_str()), "cuModuleGetGlobal");
+      k.sizes.resize(k.nsizes);
+      if (bytes < k.nsizes * sizeof(std::uint64_t)) throw Error("bronze's sizes table is short in the module");
+      check(d->cuMemcpyDtoH(k.sizes.data(), p, k.nsizes * sizeof(std::uint64_t)), "cuMemcpyDtoH");
+    }
+  }
+}
 
 }  // namespace
 

@@ -25,6 +25,7 @@ Geometry geometry(const std::vector<const runtime::View*>& views);
 class KernelCache {
  public:
   explicit KernelCache(int arch) : arch_(arch) {}
+  int arch() const { return arch_; }
   // The function "k" of `source`; the device's context must be current.
   CUfunction get(const std::string& source, bool exact_fp = false);
 

@@ -52,6 +52,7 @@ const Loaded& loaded() {
     sym(h, d.cuMemFree, "cuMemFree_v2", missing);
     sym(h, d.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", missing);
     sym(h, d.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", missing);
+    sym(h, d.cuMemcpyDtoH, "cuMemcpyDtoH_v2", missing);
     sym(h, d.cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2", missing);
     sym(h, d.cuMemsetD8Async, "cuMemsetD8Async", missing);
     sym(h, d.cuMemsetD16Async, "cuMemsetD16Async", missing);
@@ -70,6 +71,10 @@ const Loaded& loaded() {
     sym(h, d.cuModuleLoadData, "cuModuleLoadData", missing);
     sym(h, d.cuModuleGetFunction, "cuModuleGetFunction", missing);
     sym(h, d.cuLaunchKernel, "cuLaunchKernel", missing);
+    sym(h, d.cuModuleGetGlobal, "cuModuleGetGlobal_v2", missing);
+    sym(h, d.cuFuncGetAttribute, "cuFuncGetAttribute", missing);
+    sym(h, d.cuFuncSetAttribute, "cuFuncSetAttribute", missing);
+    d.cuFuncGetParamInfo = reinterpret_cast<decltype(d.cuFuncGetParamInfo)>(dlsym(h, "cuFuncGetParamInfo"));
     if (!missing.empty()) {
       r.status = "the CUDA driver lacks " + missing;
       return r;

@@ -25,6 +25,10 @@ struct Nvrtc {
   nvrtcResult (*log)(nvrtcProgram, char*) = nullptr;
   nvrtcResult (*cubin_size)(nvrtcProgram, std::size_t*) = nullptr;
   nvrtcResult (*cubin)(nvrtcProgram, char*) = nullptr;
+  nvrtcResult (*ptx_size)(nvrtcProgram, std::size_t*) = nullptr;
+  nvrtcResult (*ptx)(nvrtcProgram, char*) = nullptr;
+  nvrtcResult (*add_name)(nvrtcProgram, const char*) = nullptr;
+  nvrtcResult (*lowered_name)(nvrtcProgram, const char*, const char**) = nullptr;
   nvrtcResult (*destroy)(nvrtcProgram*) = nullptr;
   std::string status;
   std::string identity;  // library path and version, for cache keys
@@ -41,6 +45,8 @@ const Nvrtc& lib() {
                 get(r.create, "nvrtcCreateProgram") && get(r.compile, "nvrtcCompileProgram") &&
                 get(r.log_size, "nvrtcGetProgramLogSize") && get(r.log, "nvrtcGetProgramLog") &&
                 get(r.cubin_size, "nvrtcGetCUBINSize") && get(r.cubin, "nvrtcGetCUBIN") &&
+                get(r.ptx_size, "nvrtcGetPTXSize") && get(r.ptx, "nvrtcGetPTX") &&
+                get(r.add_name, "nvrtcAddNameExpression") && get(r.lowered_name, "nvrtcGetLoweredName") &&
                 get(r.destroy, "nvrtcDestroyProgram");
       if (!ok) continue;
       int major = 0, minor = 0;
@@ -61,55 +67,86 @@ const Nvrtc& lib() {
 bool nvrtc_available() { return lib().version != nullptr; }
 std::string nvrtc_status() { return lib().status; }
 
-std::vector<char> compile_cubin(const std::string& source,
-                                const std::vector<std::pair<std::string, std::string>>& headers, int arch,
-                                const std::vector<std::string>& extra_options) {
+NvrtcResult nvrtc_compile(const NvrtcRequest& rq) {
   const Nvrtc& n = lib();
   if (!n.version) throw NotSupportedError("CUDA kernels need NVRTC: " + n.status);
-  std::vector<std::string> opts = {"--gpu-architecture=sm_" + std::to_string(arch), "--std=c++17", "-default-device"};
-  opts.insert(opts.end(), extra_options.begin(), extra_options.end());
+  std::vector<std::string> opts = {std::string(rq.ptx ? "--gpu-architecture=compute_" : "--gpu-architecture=sm_") +
+                                       std::to_string(rq.arch),
+                                   "--std=c++17", "-default-device"};
+  opts.insert(opts.end(), rq.options.begin(), rq.options.end());
+  // The key covers everything the output depends on: compiler, options,
+  // every header's text, the source and its name (it appears in #line).
   jit::Sha256 key;
-  key.update("bronze-cubin-1").update(n.identity);
+  key.update("bronze-nvrtc-2").update(n.identity).update(rq.filename).update("\0", 1);
   for (const auto& o : opts) key.update(o).update("\0", 1);
-  for (const auto& [name, text] : headers) key.update(name).update("\0", 1).update(text).update("\0", 1);
-  key.update(source);
-  std::string k = key.hex();
+  for (const auto& [name, text] : rq.headers) key.update(name).update("\0", 1).update(text).update("\0", 1);
+  key.update(rq.source);
+  const std::string k = key.hex(), suffix = rq.ptx ? ".ptx" : ".cubin";
+  const bool cacheable = rq.name_expressions.empty();
   auto& cache = jit::DiskCache::instance();
-  if (auto hit = cache.lookup(k, ".cubin")) {
-    std::ifstream f(*hit, std::ios::binary);
-    std::vector<char> data((std::istreambuf_iterator<char>(f)), {});
-    data.resize(data.size() - 36);  // the cache's checksum trailer
-    return data;
+  NvrtcResult out;
+  if (cacheable) {
+    if (auto hit = cache.lookup(k, suffix)) {
+      std::ifstream f(*hit, std::ios::binary);
+      out.image.assign(std::istreambuf_iterator<char>(f), {});
+      out.image.resize(out.image.size() - 36);  // the cache's checksum trailer
+      out.ok = true;
+      return out;
+    }
   }
   std::vector<const char*> hsrc, hname, copts;
-  for (const auto& [name, text] : headers) {
+  for (const auto& [name, text] : rq.headers) {
     hname.push_back(name.c_str());
     hsrc.push_back(text.c_str());
   }
   for (const auto& o : opts) copts.push_back(o.c_str());
   nvrtcProgram prog = nullptr;
-  if (int rc = n.create(&prog, source.c_str(), "bronze.cu", static_cast<int>(hsrc.size()), hsrc.data(), hname.data()))
+  if (int rc = n.create(&prog, rq.source.c_str(), rq.filename.c_str(), static_cast<int>(hsrc.size()), hsrc.data(),
+                        hname.data()))
     throw Error(std::string("nvrtcCreateProgram: ") + n.error_string(rc));
+  for (const auto& e : rq.name_expressions) n.add_name(prog, e.c_str());
   int rc = n.compile(prog, static_cast<int>(copts.size()), copts.data());
   std::size_t log_size = 0;
   n.log_size(prog, &log_size);
-  std::string log(log_size, '\0');
-  if (log_size) n.log(prog, log.data());
+  out.log.assign(log_size, '\0');
+  if (log_size) n.log(prog, out.log.data());
+  while (!out.log.empty() && out.log.back() == '\0') out.log.pop_back();
   if (rc != 0) {
     n.destroy(&prog);
-    throw ShaderCompileError("NVRTC failed to compile bronze's CUDA source: " + log);
+    return out;
   }
   std::size_t size = 0;
-  n.cubin_size(prog, &size);
-  std::vector<char> cubin(size);
-  n.cubin(prog, cubin.data());
+  (rq.ptx ? n.ptx_size : n.cubin_size)(prog, &size);
+  out.image.resize(size);
+  (rq.ptx ? n.ptx : n.cubin)(prog, out.image.data());
+  for (const auto& e : rq.name_expressions) {
+    const char* lowered = nullptr;
+    n.lowered_name(prog, e.c_str(), &lowered);
+    out.lowered.push_back(lowered ? lowered : "");
+  }
   n.destroy(&prog);
-  std::string dir = cache.make_work_dir();
-  std::string tmp = dir + "/module.cubin";
-  std::ofstream(tmp, std::ios::binary).write(cubin.data(), static_cast<std::streamsize>(cubin.size()));
-  if (cache.store(k, ".cubin", tmp) == tmp) ::remove(tmp.c_str());  // no cache: nothing to keep
-  ::remove(dir.c_str());
-  return cubin;
+  out.ok = true;
+  if (cacheable) {
+    std::string dir = cache.make_work_dir();
+    std::string tmp = dir + "/module" + suffix;
+    std::ofstream(tmp, std::ios::binary).write(out.image.data(), static_cast<std::streamsize>(out.image.size()));
+    if (cache.store(k, suffix, tmp) == tmp) ::remove(tmp.c_str());  // no cache: nothing to keep
+    ::remove(dir.c_str());
+  }
+  return out;
+}
+
+std::vector<char> compile_cubin(const std::string& source,
+                                const std::vector<std::pair<std::string, std::string>>& headers, int arch,
+                                const std::vector<std::string>& extra_options) {
+  NvrtcRequest rq;
+  rq.source = source;
+  rq.headers = headers;
+  rq.arch = arch;
+  rq.options = extra_options;
+  NvrtcResult r = nvrtc_compile(rq);
+  if (!r.ok) throw ShaderCompileError("NVRTC failed to compile bronze's CUDA source: " + r.log);
+  return std::move(r.image);
 }
 
 }  // namespace bronze::cuda

@@ -1,5 +1,5 @@
-// NVRTC, loaded at run time, compiling CUDA C++ to a cubin for one GPU
-// architecture through bronze's content-addressed disk cache.
+// NVRTC, loaded at run time, compiling CUDA C++ to a cubin (sm_XY) or PTX
+// (compute_XY) through bronze's content-addressed disk cache.
 #pragma once
 
 #include <string>
@@ -11,9 +11,29 @@ namespace bronze::cuda {
 bool nvrtc_available();
 std::string nvrtc_status();  // the library and version loaded, or why none
 
-// Compiles `source` (with `headers`: name, text) for sm_<arch>; returns the
-// cubin. Throws NotSupportedError without NVRTC, ShaderCompileError with the
-// compiler's log on failure.
+struct NvrtcRequest {
+  std::string source;
+  std::string filename = "bronze.cu";
+  std::vector<std::pair<std::string, std::string>> headers;  // name, text
+  int arch = 0;      // 90 for sm_90 / compute_90
+  bool ptx = false;  // PTX for compute_<arch> instead of a cubin for sm_<arch>
+  std::vector<std::string> options;
+  // C++ names to lower (kernels that are not extern "C"); the results are
+  // not cached on disk, so such sources compile each time.
+  std::vector<std::string> name_expressions;
+};
+
+struct NvrtcResult {
+  bool ok = false;
+  std::vector<char> image;             // cubin, or PTX text with its terminating NUL
+  std::string log;                     // the compiler's messages (errors when !ok)
+  std::vector<std::string> lowered;    // one per name expression
+};
+
+// Throws NotSupportedError without NVRTC; compile errors are in the result.
+NvrtcResult nvrtc_compile(const NvrtcRequest& request);
+
+// bronze's own kernels: the cubin, or ShaderCompileError with the log.
 std::vector<char> compile_cubin(const std::string& source,
                                 const std::vector<std::pair<std::string, std::string>>& headers, int arch,
                                 const std::vector<std::string>& extra_options = {});

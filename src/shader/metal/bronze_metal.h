@@ -1,25 +1,127 @@
-// bronze's emulation of Metal Shading Language's compute subset, for the
-// host C++ compiler (the CPU backend). Rewritten kernels include it first.
-// It uses compiler builtins only, so no libc/libstdc++ names leak into the
-// kernel's namespace and collide with Metal's (abs, max, sqrt, ...).
+// bronze's emulation of Metal Shading Language's compute subset: one header
+// for both compilers, the host C++ compiler (CPU backend) and NVRTC (CUDA).
+// Everything lives in namespace bronze_msl, and so does the user's kernel
+// source, so Metal's names (float4, max, sqrt) hide CUDA's built-in vector
+// types and the C library's math. The few compiler-specific primitives are
+// the BRONZE_* macros below; barriers, simdgroup functions and atomic
+// operations come from bronze_metal_cpu.h or bronze_metal_cuda.h.
 #pragma once
+#if defined(__CUDACC_RTC__)
+#define BRONZE_CUDA 1
+#define BRONZE_M(f) ::f            /* CUDA's device math library */
+#define BRONZE_MEMCPY ::memcpy
+#define BRONZE_INF __int_as_float(0x7f800000)
+#define BRONZE_QNAN __int_as_float(0x7fc00000)
+#define BRONZE_POPCOUNT64(x) __popcll(x)
+#define BRONZE_CLZ32(x) __clz(x)
+#define BRONZE_CTZ32(x) (__ffs(x) - 1)
+#else
+#define BRONZE_CUDA 0
 #include <stddef.h>
 #include <stdint.h>
 #include <ucontext.h>
+#define BRONZE_M(f) __builtin_##f  /* builtins only: no libc names leak into kernels */
+#define BRONZE_MEMCPY __builtin_memcpy
+#define BRONZE_INF __builtin_inff()
+#define BRONZE_QNAN __builtin_nanf("")
+#define BRONZE_POPCOUNT64(x) __builtin_popcountll(x)
+#define BRONZE_CLZ32(x) __builtin_clz(x)
+#define BRONZE_CTZ32(x) __builtin_ctz(x)
+#endif
 
+namespace bronze_msl {
 typedef unsigned int uint;
 typedef unsigned short ushort;
 typedef unsigned char uchar;
 typedef unsigned long ulong;
+#if BRONZE_CUDA
+typedef signed char int8_t;
+typedef unsigned char uint8_t;
+typedef short int16_t;
+typedef unsigned short uint16_t;
+typedef int int32_t;
+typedef unsigned int uint32_t;
+typedef long long int64_t;
+typedef unsigned long long uint64_t;
+
+// half as Metal has it: implicit conversions both ways; half op half and
+// half op integer give half, half op float gives float. Arithmetic goes
+// through float, which rounds +-*/ exactly as native half arithmetic.
+struct half {
+  unsigned short bits;
+  half() = default;
+  half(float f) { asm("cvt.rn.f16.f32 %0, %1;" : "=h"(bits) : "f"(f)); }  // NOLINT
+  half(double d) : half((float)d) {}                                       // NOLINT
+  half(int i) : half((float)i) {}                                          // NOLINT
+  half(unsigned int i) : half((float)i) {}                                 // NOLINT
+  half(long i) : half((float)i) {}                                         // NOLINT
+  half(unsigned long i) : half((float)i) {}                                // NOLINT
+  half(long long i) : half((float)i) {}                                    // NOLINT
+  half(unsigned long long i) : half((float)i) {}                           // NOLINT
+  half(short i) : half((float)i) {}                                        // NOLINT
+  half(unsigned short i) : half((float)i) {}                               // NOLINT
+  half(bool b) : half(b ? 1.0f : 0.0f) {}                                  // NOLINT
+  operator float() const {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(bits));
+    return f;
+  }
+};
+template <class U> struct half_mix;  // the result of half (op) U, for arithmetic U
+template <> struct half_mix<float> { typedef float type; };
+template <> struct half_mix<double> { typedef double type; };
+#define BRONZE_HALF_INT(T) template <> struct half_mix<T> { typedef half type; };
+BRONZE_HALF_INT(int) BRONZE_HALF_INT(unsigned int) BRONZE_HALF_INT(long) BRONZE_HALF_INT(unsigned long)
+BRONZE_HALF_INT(long long) BRONZE_HALF_INT(unsigned long long) BRONZE_HALF_INT(short)
+BRONZE_HALF_INT(unsigned short) BRONZE_HALF_INT(char) BRONZE_HALF_INT(signed char) BRONZE_HALF_INT(unsigned char)
+#undef BRONZE_HALF_INT
+template <class R> struct half_calc { typedef float type; };  // compute in float, double for double
+template <> struct half_calc<double> { typedef double type; };
+#define BRONZE_HALF_OP(op)                                                                              \
+  inline half operator op(half a, half b) { return half(float(a) op float(b)); }                        \
+  template <class U, class R = typename half_mix<U>::type> inline R operator op(half a, U b) {           \
+    typedef typename half_calc<R>::type C;                                                              \
+    return R(C(float(a)) op C(b));                                                                      \
+  }                                                                                                     \
+  template <class U, class R = typename half_mix<U>::type> inline R operator op(U a, half b) {           \
+    typedef typename half_calc<R>::type C;                                                              \
+    return R(C(a) op C(float(b)));                                                                      \
+  }                                                                                                     \
+  inline half& operator op##=(half& a, half b) { return a = a op b; }                                   \
+  template <class U, class = typename half_mix<U>::type> inline half& operator op##=(half& a, U b) {     \
+    return a = half(float(a) op float(b));                                                              \
+  }
+BRONZE_HALF_OP(+) BRONZE_HALF_OP(-) BRONZE_HALF_OP(*) BRONZE_HALF_OP(/)
+#undef BRONZE_HALF_OP
+#define BRONZE_HALF_CMP(op)                                                                             \
+  inline bool operator op(half a, half b) { return float(a) op float(b); }                              \
+  template <class U, class = typename half_mix<U>::type> inline bool operator op(half a, U b) {          \
+    typedef typename half_calc<typename half_mix<U>::type>::type C;                                     \
+    return C(float(a)) op C(b);                                                                         \
+  }                                                                                                     \
+  template <class U, class = typename half_mix<U>::type> inline bool operator op(U a, half b) {          \
+    typedef typename half_calc<typename half_mix<U>::type>::type C;                                     \
+    return C(a) op C(float(b));                                                                         \
+  }
+BRONZE_HALF_CMP(<) BRONZE_HALF_CMP(>) BRONZE_HALF_CMP(<=) BRONZE_HALF_CMP(>=) BRONZE_HALF_CMP(==) BRONZE_HALF_CMP(!=)
+#undef BRONZE_HALF_CMP
+inline half operator-(half a) {
+  half r;
+  r.bits = (unsigned short)(a.bits ^ 0x8000u);
+  return r;
+}
+inline half operator+(half a) { return a; }
+#else
 typedef _Float16 half;
+#endif
 
 // bfloat converts implicitly only toward float, as in Metal.
 struct bfloat {
   unsigned short bits;
-  bfloat() : bits(0) {}
+  bfloat() = default;
   explicit bfloat(float f) {
     unsigned int x;
-    __builtin_memcpy(&x, &f, 4);
+    BRONZE_MEMCPY(&x, &f, 4);
     if ((x & 0x7fffffffu) > 0x7f800000u) bits = (unsigned short)((x >> 16) | 0x40u);
     else bits = (unsigned short)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
   }
@@ -28,7 +130,7 @@ struct bfloat {
   operator float() const {
     unsigned int x = (unsigned int)bits << 16;
     float f;
-    __builtin_memcpy(&f, &x, 4);
+    BRONZE_MEMCPY(&f, &x, 4);
     return f;
   }
   bfloat& operator+=(float o) { return *this = bfloat(float(*this) + o); }
@@ -57,32 +159,17 @@ template <class T, int S, int... I>
 struct swz {
   T s_[S];
   typedef vec<T, (int)sizeof...(I)> result;
-  operator result() const { return result(s_[I]...); }
-  result operator()() const { return *this; }
-  swz& operator=(const result& v) {
-    int k = 0;
-    ((s_[I] = v.s[k++]), ...);
-    return *this;
-  }
-  swz& operator=(const swz& o) { return *this = result(o); }
+  // Members naming `result` are defined after vec: a vector's swizzles are
+  // instantiated while the vector itself is still incomplete (NVRTC's front
+  // end checks return types there; GCC waits).
+  operator result() const;
+  result operator()() const;
+  swz& operator=(const result& v);
+  swz& operator=(const swz& o);
   template <class U> swz& operator+=(const U& o) { return *this = result(*this) + o; }
   template <class U> swz& operator-=(const U& o) { return *this = result(*this) - o; }
   template <class U> swz& operator*=(const U& o) { return *this = result(*this) * o; }
   template <class U> swz& operator/=(const U& o) { return *this = result(*this) / o; }
-#define BRONZE_SWZ_OP(op)                                                                          \
-  template <class U, class = typename bronze_not_swz<U>::type>                                      \
-  friend auto operator op(const swz& a, const U& b) -> decltype(result(a) op b) { return result(a) op b; } \
-  template <class U, class = typename bronze_not_swz<U>::type>                                      \
-  friend auto operator op(const U& b, const swz& a) -> decltype(b op result(a)) { return b op result(a); } \
-  template <int S2, int... J>                                                                        \
-  friend auto operator op(const swz& a, const swz<T, S2, J...>& b)                                   \
-      -> decltype(result(a) op typename swz<T, S2, J...>::result(b)) {                               \
-    return result(a) op typename swz<T, S2, J...>::result(b);                                        \
-  }
-  BRONZE_SWZ_OP(+) BRONZE_SWZ_OP(-) BRONZE_SWZ_OP(*) BRONZE_SWZ_OP(/)
-  BRONZE_SWZ_OP(<) BRONZE_SWZ_OP(>) BRONZE_SWZ_OP(<=) BRONZE_SWZ_OP(>=) BRONZE_SWZ_OP(==) BRONZE_SWZ_OP(!=)
-#undef BRONZE_SWZ_OP
-  result operator-() const { return -result(*this); }
 };
 template <class T, int S, int... I> struct vec_traits<swz<T, S, I...>> { typedef T elem; static constexpr int n = sizeof...(I); };
 
@@ -125,7 +212,7 @@ template <class T, class U> inline void bronze_fill_(T* d, int& k, const U& v) {
 template <class T, int N>
 struct vec : vec_base<T, N> {
   typedef T value_type;
-  vec() { for (int i = 0; i < N; ++i) this->s[i] = T(0); }
+  vec() = default;  // uninitialized, as in Metal (and trivial: threadgroup arrays of vectors)
   vec(T v) { for (int i = 0; i < N; ++i) this->s[i] = v; }  // NOLINT: Metal widens scalars
   vec(const vec& o) { for (int i = 0; i < N; ++i) this->s[i] = o.s[i]; }
   template <class A, class B, class... C>
@@ -165,6 +252,44 @@ struct vec : vec_base<T, N> {
 #undef BRONZE_VEC_CMP
 };
 
+template <class T, int S, int... I> inline swz<T, S, I...>::operator typename swz<T, S, I...>::result() const {
+  return result(s_[I]...);
+}
+template <class T, int S, int... I> inline typename swz<T, S, I...>::result swz<T, S, I...>::operator()() const {
+  return *this;
+}
+template <class T, int S, int... I> inline swz<T, S, I...>& swz<T, S, I...>::operator=(const result& v) {
+  int k = 0;
+  ((s_[I] = v.s[k++]), ...);
+  return *this;
+}
+template <class T, int S, int... I> inline swz<T, S, I...>& swz<T, S, I...>::operator=(const swz& o) {
+  return *this = result(o);
+}
+template <class T, int S, int... I> inline typename swz<T, S, I...>::result operator-(const swz<T, S, I...>& a) {
+  return -typename swz<T, S, I...>::result(a);
+}
+// Swizzle arithmetic and comparisons: as on the vector the swizzle reads.
+#define BRONZE_SWZ_OP(op)                                                                          \
+  template <class T, int S, int... I, class U, class = typename bronze_not_swz<U>::type>            \
+  inline auto operator op(const swz<T, S, I...>& a, const U& b)                                     \
+      -> decltype(typename swz<T, S, I...>::result(a) op b) {                                       \
+    return typename swz<T, S, I...>::result(a) op b;                                                \
+  }                                                                                                 \
+  template <class T, int S, int... I, class U, class = typename bronze_not_swz<U>::type>            \
+  inline auto operator op(const U& b, const swz<T, S, I...>& a)                                     \
+      -> decltype(b op typename swz<T, S, I...>::result(a)) {                                       \
+    return b op typename swz<T, S, I...>::result(a);                                                \
+  }                                                                                                 \
+  template <class T, int S, int... I, int S2, int... J>                                             \
+  inline auto operator op(const swz<T, S, I...>& a, const swz<T, S2, J...>& b)                      \
+      -> decltype(typename swz<T, S, I...>::result(a) op typename swz<T, S2, J...>::result(b)) {     \
+    return typename swz<T, S, I...>::result(a) op typename swz<T, S2, J...>::result(b);             \
+  }
+BRONZE_SWZ_OP(+) BRONZE_SWZ_OP(-) BRONZE_SWZ_OP(*) BRONZE_SWZ_OP(/)
+BRONZE_SWZ_OP(<) BRONZE_SWZ_OP(>) BRONZE_SWZ_OP(<=) BRONZE_SWZ_OP(>=) BRONZE_SWZ_OP(==) BRONZE_SWZ_OP(!=)
+#undef BRONZE_SWZ_OP
+
 // packed_T3 etc.: no padding (12 bytes for packed_float3).
 template <class T, int N> struct packed_base;
 template <class T> struct packed_base<T, 2> { union { T s[2]; struct { T x, y; }; }; };
@@ -199,32 +324,32 @@ template <class T> using elem_t = typename vec_traits<T>::elem;
   inline double name(double x) { return f64(x); }                                                  \
   inline float name(bfloat x) { return f32((float)x); }                                             \
   template <class T, int N> inline vec<T, N> name(vec<T, N> v) { for (int i = 0; i < N; ++i) v.s[i] = T(name(v.s[i])); return v; }
-BRONZE_MATH1(sqrt, __builtin_sqrtf, __builtin_sqrt)
-BRONZE_MATH1(exp, __builtin_expf, __builtin_exp)
-BRONZE_MATH1(exp2, __builtin_exp2f, __builtin_exp2)
-BRONZE_MATH1(log, __builtin_logf, __builtin_log)
-BRONZE_MATH1(log2, __builtin_log2f, __builtin_log2)
-BRONZE_MATH1(log10, __builtin_log10f, __builtin_log10)
-BRONZE_MATH1(sin, __builtin_sinf, __builtin_sin)
-BRONZE_MATH1(cos, __builtin_cosf, __builtin_cos)
-BRONZE_MATH1(tan, __builtin_tanf, __builtin_tan)
-BRONZE_MATH1(asin, __builtin_asinf, __builtin_asin)
-BRONZE_MATH1(acos, __builtin_acosf, __builtin_acos)
-BRONZE_MATH1(atan, __builtin_atanf, __builtin_atan)
-BRONZE_MATH1(sinh, __builtin_sinhf, __builtin_sinh)
-BRONZE_MATH1(cosh, __builtin_coshf, __builtin_cosh)
-BRONZE_MATH1(tanh, __builtin_tanhf, __builtin_tanh)
-BRONZE_MATH1(floor, __builtin_floorf, __builtin_floor)
-BRONZE_MATH1(ceil, __builtin_ceilf, __builtin_ceil)
-BRONZE_MATH1(round, __builtin_roundf, __builtin_round)
-BRONZE_MATH1(rint, __builtin_rintf, __builtin_rint)
-BRONZE_MATH1(trunc, __builtin_truncf, __builtin_trunc)
-BRONZE_MATH1(erf, __builtin_erff, __builtin_erf)
-BRONZE_MATH1(fabs, __builtin_fabsf, __builtin_fabs)
+BRONZE_MATH1(sqrt, BRONZE_M(sqrtf), BRONZE_M(sqrt))
+BRONZE_MATH1(exp, BRONZE_M(expf), BRONZE_M(exp))
+BRONZE_MATH1(exp2, BRONZE_M(exp2f), BRONZE_M(exp2))
+BRONZE_MATH1(log, BRONZE_M(logf), BRONZE_M(log))
+BRONZE_MATH1(log2, BRONZE_M(log2f), BRONZE_M(log2))
+BRONZE_MATH1(log10, BRONZE_M(log10f), BRONZE_M(log10))
+BRONZE_MATH1(sin, BRONZE_M(sinf), BRONZE_M(sin))
+BRONZE_MATH1(cos, BRONZE_M(cosf), BRONZE_M(cos))
+BRONZE_MATH1(tan, BRONZE_M(tanf), BRONZE_M(tan))
+BRONZE_MATH1(asin, BRONZE_M(asinf), BRONZE_M(asin))
+BRONZE_MATH1(acos, BRONZE_M(acosf), BRONZE_M(acos))
+BRONZE_MATH1(atan, BRONZE_M(atanf), BRONZE_M(atan))
+BRONZE_MATH1(sinh, BRONZE_M(sinhf), BRONZE_M(sinh))
+BRONZE_MATH1(cosh, BRONZE_M(coshf), BRONZE_M(cosh))
+BRONZE_MATH1(tanh, BRONZE_M(tanhf), BRONZE_M(tanh))
+BRONZE_MATH1(floor, BRONZE_M(floorf), BRONZE_M(floor))
+BRONZE_MATH1(ceil, BRONZE_M(ceilf), BRONZE_M(ceil))
+BRONZE_MATH1(round, BRONZE_M(roundf), BRONZE_M(round))
+BRONZE_MATH1(rint, BRONZE_M(rintf), BRONZE_M(rint))
+BRONZE_MATH1(trunc, BRONZE_M(truncf), BRONZE_M(trunc))
+BRONZE_MATH1(erf, BRONZE_M(erff), BRONZE_M(erf))
+BRONZE_MATH1(fabs, BRONZE_M(fabsf), BRONZE_M(fabs))
 #undef BRONZE_MATH1
-inline float rsqrt(float x) { return 1.0f / __builtin_sqrtf(x); }
-inline half rsqrt(half x) { return (half)(1.0f / __builtin_sqrtf((float)x)); }
-inline float rsqrt(bfloat x) { return 1.0f / __builtin_sqrtf((float)x); }
+inline float rsqrt(float x) { return 1.0f / BRONZE_M(sqrtf)(x); }
+inline half rsqrt(half x) { return (half)(1.0f / BRONZE_M(sqrtf)((float)x)); }
+inline float rsqrt(bfloat x) { return 1.0f / BRONZE_M(sqrtf)((float)x); }
 template <class T, int N> inline vec<T, N> rsqrt(vec<T, N> v) { for (int i = 0; i < N; ++i) v.s[i] = T(rsqrt(v.s[i])); return v; }
 template <class T> inline T fract(T x) { return x - floor(x); }
 template <class T> inline T sign(T x) { return T((elem_t<T>(0) < x) - (x < elem_t<T>(0))); }
@@ -234,8 +359,8 @@ template <class T> inline T abs(T x) { return x < T(0) ? T(-x) : x; }
 template <class T, int N> inline vec<T, N> abs(vec<T, N> v) { for (int i = 0; i < N; ++i) v.s[i] = abs(v.s[i]); return v; }
 template <class T> inline T max(T a, T b) { return a < b ? b : a; }
 template <class T> inline T min(T a, T b) { return b < a ? b : a; }
-inline float max(float a, float b) { return __builtin_fmaxf(a, b); }
-inline float min(float a, float b) { return __builtin_fminf(a, b); }
+inline float max(float a, float b) { return BRONZE_M(fmaxf)(a, b); }
+inline float min(float a, float b) { return BRONZE_M(fminf)(a, b); }
 template <class T, int N> inline vec<T, N> max(vec<T, N> a, const vec<T, N>& b) { for (int i = 0; i < N; ++i) a.s[i] = max(a.s[i], b.s[i]); return a; }
 template <class T, int N> inline vec<T, N> min(vec<T, N> a, const vec<T, N>& b) { for (int i = 0; i < N; ++i) a.s[i] = min(a.s[i], b.s[i]); return a; }
 template <class T, int N> inline vec<T, N> max(vec<T, N> a, T b) { return max(a, vec<T, N>(b)); }
@@ -247,26 +372,26 @@ template <class T> inline T saturate(T x) { return clamp(x, T(0), T(1)); }
 template <class T> inline T mix(T a, T b, elem_t<T> t) { return a + (b - a) * t; }
 template <class T, int N> inline vec<T, N> mix(vec<T, N> a, vec<T, N> b, vec<T, N> t) { return a + (b - a) * t; }
 template <class T> inline T step(T edge, T x) { return x < edge ? T(0) : T(1); }
-inline float fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
-inline double fma(double a, double b, double c) { return __builtin_fma(a, b, c); }
-inline half fma(half a, half b, half c) { return (half)__builtin_fmaf((float)a, (float)b, (float)c); }
+inline float fma(float a, float b, float c) { return BRONZE_M(fmaf)(a, b, c); }
+inline double fma(double a, double b, double c) { return BRONZE_M(fma)(a, b, c); }
+inline half fma(half a, half b, half c) { return (half)BRONZE_M(fmaf)((float)a, (float)b, (float)c); }
 template <class T, int N> inline vec<T, N> fma(vec<T, N> a, vec<T, N> b, vec<T, N> c) { for (int i = 0; i < N; ++i) a.s[i] = fma(a.s[i], b.s[i], c.s[i]); return a; }
-inline float pow(float a, float b) { return __builtin_powf(a, b); }
-inline half pow(half a, half b) { return (half)__builtin_powf((float)a, (float)b); }
-inline double pow(double a, double b) { return __builtin_pow(a, b); }
+inline float pow(float a, float b) { return BRONZE_M(powf)(a, b); }
+inline half pow(half a, half b) { return (half)BRONZE_M(powf)((float)a, (float)b); }
+inline double pow(double a, double b) { return BRONZE_M(pow)(a, b); }
 template <class T, int N> inline vec<T, N> pow(vec<T, N> a, vec<T, N> b) { for (int i = 0; i < N; ++i) a.s[i] = pow(a.s[i], b.s[i]); return a; }
-inline float powr(float a, float b) { return __builtin_powf(a, b); }
-inline float atan2(float y, float x) { return __builtin_atan2f(y, x); }
-inline float fmod(float a, float b) { return __builtin_fmodf(a, b); }
-inline float copysign(float a, float b) { return __builtin_copysignf(a, b); }
+inline float powr(float a, float b) { return BRONZE_M(powf)(a, b); }
+inline float atan2(float y, float x) { return BRONZE_M(atan2f)(y, x); }
+inline float fmod(float a, float b) { return BRONZE_M(fmodf)(a, b); }
+inline float copysign(float a, float b) { return BRONZE_M(copysignf)(a, b); }
 inline float divide(float a, float b) { return a / b; }
 template <class T> inline T sincos(T x, T& c) { c = cos(x); return sin(x); }
 template <class T> inline T select(T a, T b, bool c) { return c ? b : a; }
 template <class T, int N> inline vec<T, N> select(vec<T, N> a, vec<T, N> b, vec<bool, N> c) { for (int i = 0; i < N; ++i) a.s[i] = c.s[i] ? b.s[i] : a.s[i]; return a; }
 template <class T> inline bool isnan(T x) { return x != x; }
-template <class T> inline bool isinf(T x) { return x == T(__builtin_inff()) || x == T(-__builtin_inff()); }
+template <class T> inline bool isinf(T x) { return x == T(BRONZE_INF) || x == T(-BRONZE_INF); }
 template <class T> inline bool isfinite(T x) { return !isnan(x) && !isinf(x); }
-template <class T> inline bool signbit(T x) { return __builtin_signbit((double)x); }
+template <class T> inline bool signbit(T x) { return BRONZE_M(signbit)((double)x); }
 template <class T, int N> inline vec<bool, N> isnan(vec<T, N> v) { vec<bool, N> r; for (int i = 0; i < N; ++i) r.s[i] = isnan(v.s[i]); return r; }
 template <class T, int N> inline vec<bool, N> isinf(vec<T, N> v) { vec<bool, N> r; for (int i = 0; i < N; ++i) r.s[i] = isinf(v.s[i]); return r; }
 template <int N> inline bool all(vec<bool, N> v) { for (int i = 0; i < N; ++i) if (!v.s[i]) return false; return true; }
@@ -285,24 +410,24 @@ template <class T> inline T precise_divide(T a, T b) { return a / b; }
 template <class To, class From> inline To as_type(const From& f) {
   static_assert(sizeof(To) == sizeof(From), "as_type needs types of one size");
   To t;
-  __builtin_memcpy(&t, &f, sizeof(To));
+  BRONZE_MEMCPY(&t, &f, sizeof(To));
   return t;
 }
-template <class T> inline T popcount(T x) { return T(__builtin_popcountll((unsigned long long)x)); }
-inline uint clz(uint x) { return x ? __builtin_clz(x) : 32; }
-inline uint ctz(uint x) { return x ? __builtin_ctz(x) : 32; }
+template <class T> inline T popcount(T x) { return T(BRONZE_POPCOUNT64((unsigned long long)x)); }
+inline uint clz(uint x) { return x ? BRONZE_CLZ32(x) : 32; }
+inline uint ctz(uint x) { return x ? BRONZE_CTZ32(x) : 32; }
 template <class T> inline T mulhi(T a, T b) { return T(((long long)a * (long long)b) >> (8 * sizeof(T))); }
 
 // numeric_limits for the types kernels use as reduction identities.
 template <class T> struct numeric_limits;
 template <> struct numeric_limits<float> {
   static float max() { return 3.402823466e+38f; } static float lowest() { return -3.402823466e+38f; }
-  static float min() { return 1.175494351e-38f; } static float infinity() { return __builtin_inff(); }
-  static float epsilon() { return 1.192092896e-07f; } static float quiet_NaN() { return __builtin_nanf(""); }
+  static float min() { return 1.175494351e-38f; } static float infinity() { return BRONZE_INF; }
+  static float epsilon() { return 1.192092896e-07f; } static float quiet_NaN() { return BRONZE_QNAN; }
 };
 template <> struct numeric_limits<half> {
   static half max() { return (half)65504.0f; } static half lowest() { return (half)-65504.0f; }
-  static half infinity() { return (half)__builtin_inff(); } static half epsilon() { return (half)0.0009765625f; }
+  static half infinity() { return (half)BRONZE_INF; } static half epsilon() { return (half)0.0009765625f; }
 };
 template <> struct numeric_limits<int> { static int max() { return 2147483647; } static int lowest() { return -2147483647 - 1; } static int min() { return -2147483647 - 1; } };
 template <> struct numeric_limits<uint> { static uint max() { return 4294967295u; } static uint lowest() { return 0; } static uint min() { return 0; } };
@@ -312,8 +437,8 @@ namespace precise { using namespace metal; }
 namespace fast = metal::fast;
 namespace precise = metal::precise;
 
-#define INFINITY (__builtin_inff())
-#define NAN (__builtin_nanf(""))
+#define INFINITY (BRONZE_INF)
+#define NAN (BRONZE_QNAN)
 #define FLT_MAX 3.402823466e+38f
 #define HALF_MAX ((half)65504.0f)
 #define M_PI_F 3.14159265358979323846f
@@ -333,50 +458,25 @@ namespace metal {
 template <class T> using atomic = bronze_atomic<T>;
 }
 
-// The generic __atomic builtins work for float as well as the integers.
-template <class T> inline T atomic_load_explicit(bronze_atomic<T>* a, memory_order) {
-  T v;
-  __atomic_load(&a->v, &v, __ATOMIC_RELAXED);
-  return v;
-}
-template <class T, class U> inline void atomic_store_explicit(bronze_atomic<T>* a, U x, memory_order) {
-  T v = T(x);
-  __atomic_store(&a->v, &v, __ATOMIC_RELAXED);
-}
-template <class T, class U> inline T atomic_exchange_explicit(bronze_atomic<T>* a, U x, memory_order) {
-  T v = T(x), old;
-  __atomic_exchange(&a->v, &v, &old, __ATOMIC_RELAXED);
-  return old;
-}
-template <class T, class U>
-inline bool atomic_compare_exchange_weak_explicit(bronze_atomic<T>* a, T* expected, U desired, memory_order, memory_order) {
-  T d = T(desired);
-  return __atomic_compare_exchange(&a->v, expected, &d, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-}
-// Read-modify-write as a compare-exchange loop on any T; f(old) gives the new value.
-template <class T, class F> inline T bronze_atomic_rmw(bronze_atomic<T>* a, F f) {
-  T old = atomic_load_explicit(a, memory_order_relaxed);
-  T next = f(old);
-  while (!__atomic_compare_exchange(&a->v, &old, &next, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) next = f(old);
-  return old;
-}
-template <class T, class U> inline T atomic_fetch_add_explicit(bronze_atomic<T>* a, U x, memory_order) {
-  if constexpr (T(0.5) != T(0)) return bronze_atomic_rmw(a, [&](T o) { return T(o + T(x)); });
-  else return __atomic_fetch_add(&a->v, T(x), __ATOMIC_RELAXED);
-}
-template <class T, class U> inline T atomic_fetch_sub_explicit(bronze_atomic<T>* a, U x, memory_order) {
-  if constexpr (T(0.5) != T(0)) return bronze_atomic_rmw(a, [&](T o) { return T(o - T(x)); });
-  else return __atomic_fetch_sub(&a->v, T(x), __ATOMIC_RELAXED);
-}
-template <class T, class U> inline T atomic_fetch_max_explicit(bronze_atomic<T>* a, U x, memory_order) {
-  return bronze_atomic_rmw(a, [&](T o) { return o < T(x) ? T(x) : o; });
-}
-template <class T, class U> inline T atomic_fetch_min_explicit(bronze_atomic<T>* a, U x, memory_order) {
-  return bronze_atomic_rmw(a, [&](T o) { return T(x) < o ? T(x) : o; });
-}
-template <class T, class U> inline T atomic_fetch_and_explicit(bronze_atomic<T>* a, U x, memory_order) { return __atomic_fetch_and(&a->v, T(x), __ATOMIC_RELAXED); }
-template <class T, class U> inline T atomic_fetch_or_explicit(bronze_atomic<T>* a, U x, memory_order) { return __atomic_fetch_or(&a->v, T(x), __ATOMIC_RELAXED); }
-template <class T, class U> inline T atomic_fetch_xor_explicit(bronze_atomic<T>* a, U x, memory_order) { return __atomic_fetch_xor(&a->v, T(x), __ATOMIC_RELAXED); }
+enum class mem_flags { mem_none = 0, mem_device = 1, mem_threadgroup = 2, mem_texture = 4, mem_threadgroup_imageblock = 8 };
+inline mem_flags operator|(mem_flags a, mem_flags b) { return mem_flags(int(a) | int(b)); }
+namespace metal { using bronze_msl::mem_flags; }
 
-#include "bronze_metal_dispatch.h"
+namespace metal {
+struct simd_vote {
+  typedef uint64_t vote_t;
+  vote_t v;
+  explicit operator vote_t() const { return v; }
+  bool all() const { return v == 0xffffffffull; }
+  bool any() const { return v != 0; }
+};
+}  // namespace metal
+
+// Barriers, simdgroup functions and atomic operations, per compiler.
+#if BRONZE_CUDA
+#include "bronze_metal_cuda.h"
+#else
+#include "bronze_metal_cpu.h"
+#endif
 using namespace metal;
+}  // namespace bronze_msl

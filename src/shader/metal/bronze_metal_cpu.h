@@ -1,7 +1,8 @@
-// Running a Metal grid on the host: the launch record bronze's runtime
-// passes in, the loops over threadgroups, and cooperative execution of a
-// threadgroup's threads as fibers, which gives threadgroup_barrier and the
-// simdgroup functions (32 lanes) their exact Metal semantics.
+// Running a Metal grid on the host (included by bronze_metal.h, inside
+// namespace bronze_msl): the launch record bronze's runtime passes in, the
+// loops over threadgroups, cooperative execution of a threadgroup's threads
+// as fibers, which gives threadgroup_barrier and the simdgroup functions
+// (32 lanes) their exact Metal semantics, and atomics on __atomic builtins.
 #pragma once
 
 template <class T> struct __remove_ref { typedef T type; };
@@ -342,9 +343,6 @@ inline const T* exchange(T x, uint32_t* active, uint* lane) {
 template <class T> inline const T& slot(const T* base, uint l) { return *(const T*)((const unsigned char*)base + l * kSlot); }
 }  // namespace bronze_rt
 
-enum class mem_flags { mem_none = 0, mem_device = 1, mem_threadgroup = 2, mem_texture = 4, mem_threadgroup_imageblock = 8 };
-inline mem_flags operator|(mem_flags a, mem_flags b) { return mem_flags(int(a) | int(b)); }
-namespace metal { using ::mem_flags; }
 
 inline void threadgroup_barrier(mem_flags = mem_flags::mem_none) {
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -417,13 +415,6 @@ template <class T> inline T simd_broadcast_first(T x) {
   BRONZE_SIMD_BEGIN(T, x)
   return bronze_lane_or_self(b, active, active ? (uint)__builtin_ctz(active) : 0u, x);
 }
-struct simd_vote {
-  typedef uint64_t vote_t;
-  vote_t v;
-  explicit operator vote_t() const { return v; }
-  bool all() const { return v == 0xffffffffull; }
-  bool any() const { return v != 0; }
-};
 inline simd_vote simd_ballot(bool pred) {
   BRONZE_SIMD_BEGIN(bool, pred)
   uint64_t r = 0;
@@ -447,3 +438,49 @@ inline bool simd_is_first() {
 #undef BRONZE_SIMD_BEGIN
 #undef BRONZE_ACTIVE
 }  // namespace metal
+
+// -------------------------------------------------------------- atomics
+// The generic __atomic builtins work for float as well as the integers.
+template <class T> inline T atomic_load_explicit(bronze_atomic<T>* a, memory_order) {
+  T v;
+  __atomic_load(&a->v, &v, __ATOMIC_RELAXED);
+  return v;
+}
+template <class T, class U> inline void atomic_store_explicit(bronze_atomic<T>* a, U x, memory_order) {
+  T v = T(x);
+  __atomic_store(&a->v, &v, __ATOMIC_RELAXED);
+}
+template <class T, class U> inline T atomic_exchange_explicit(bronze_atomic<T>* a, U x, memory_order) {
+  T v = T(x), old;
+  __atomic_exchange(&a->v, &v, &old, __ATOMIC_RELAXED);
+  return old;
+}
+template <class T, class U>
+inline bool atomic_compare_exchange_weak_explicit(bronze_atomic<T>* a, T* expected, U desired, memory_order, memory_order) {
+  T d = T(desired);
+  return __atomic_compare_exchange(&a->v, expected, &d, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+// Read-modify-write as a compare-exchange loop on any T; f(old) gives the new value.
+template <class T, class F> inline T bronze_atomic_rmw(bronze_atomic<T>* a, F f) {
+  T old = atomic_load_explicit(a, memory_order_relaxed);
+  T next = f(old);
+  while (!__atomic_compare_exchange(&a->v, &old, &next, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) next = f(old);
+  return old;
+}
+template <class T, class U> inline T atomic_fetch_add_explicit(bronze_atomic<T>* a, U x, memory_order) {
+  if constexpr (T(0.5) != T(0)) return bronze_atomic_rmw(a, [&](T o) { return T(o + T(x)); });
+  else return __atomic_fetch_add(&a->v, T(x), __ATOMIC_RELAXED);
+}
+template <class T, class U> inline T atomic_fetch_sub_explicit(bronze_atomic<T>* a, U x, memory_order) {
+  if constexpr (T(0.5) != T(0)) return bronze_atomic_rmw(a, [&](T o) { return T(o - T(x)); });
+  else return __atomic_fetch_sub(&a->v, T(x), __ATOMIC_RELAXED);
+}
+template <class T, class U> inline T atomic_fetch_max_explicit(bronze_atomic<T>* a, U x, memory_order) {
+  return bronze_atomic_rmw(a, [&](T o) { return o < T(x) ? T(x) : o; });
+}
+template <class T, class U> inline T atomic_fetch_min_explicit(bronze_atomic<T>* a, U x, memory_order) {
+  return bronze_atomic_rmw(a, [&](T o) { return T(x) < o ? T(x) : o; });
+}
+template <class T, class U> inline T atomic_fetch_and_explicit(bronze_atomic<T>* a, U x, memory_order) { return __atomic_fetch_and(&a->v, T(x), __ATOMIC_RELAXED); }
+template <class T, class U> inline T atomic_fetch_or_explicit(bronze_atomic<T>* a, U x, memory_order) { return __atomic_fetch_or(&a->v, T(x), __ATOMIC_RELAXED); }
+template <class T, class U> inline T atomic_fetch_xor_explicit(bronze_atomic<T>* a, U x, memory_order) { return __atomic_fetch_xor(&a->v, T(x), __ATOMIC_RELAXED); }

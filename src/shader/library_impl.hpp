@@ -1,0 +1,52 @@
+// What a compiled shader library holds, and how each backend builds one:
+// build_cpu.cpp (host C++ compiler -> shared object) and build_cuda.cpp
+// (NVRTC -> cubin -> loaded module).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bronze/shader.hpp"
+#include "shader/parser.hpp"
+
+namespace bronze::detail {
+struct LibraryImpl {
+  Device device;
+  std::string hash;
+  std::string source;
+  std::vector<KernelInfo> kernels;
+  std::vector<std::size_t> static_tg_bytes;
+  std::vector<int> max_threads;      // per kernel: threads per threadgroup it can launch with
+  std::vector<const void*> entries;  // the backend's function per kernel
+  bool launch_record = true;         // entries take bronze's launch record (Metal); CUDA C++ kernels do not
+  bool captured = false;             // source written to the running capture
+};
+}  // namespace bronze::detail
+
+namespace bronze::shader {
+
+// Throws ShaderCompileError with the compiler's first error in the user's
+// file (`file`, via #line), its source line with a caret, and a few more
+// errors. Reads both the GCC/Clang ("f:12:5: error: ...") and the NVRTC
+// ("f(12): error: ...", caret line below) formats.
+[[noreturn]] void raise_compile_error(const std::string& diagnostics, const std::string& source,
+                                      const std::string& file);
+
+// CPU: compiles for the host (the shared object's path) and loads it.
+std::string compile_cpu_object(const std::string& source, const ParsedSource& ps, const std::string& filename,
+                               bool validate = false);
+std::shared_ptr<detail::LibraryImpl> load_cpu_object(const std::string& source, const ParsedSource& ps,
+                                                     const std::string& so_path);
+
+// CUDA: Metal source -> cubin for sm_<arch> (or PTX for compute_<arch>).
+std::vector<char> compile_cuda_image(const std::string& source, const ParsedSource& ps, const std::string& filename,
+                                     int arch, bool ptx = false);
+// Loads a module built from Metal source on `device`.
+std::shared_ptr<detail::LibraryImpl> load_cuda_module(const Device& device, const std::string& source,
+                                                      const ParsedSource& ps, const std::vector<char>& image);
+// CUDA C++ source: its __global__ kernels, compiled and loaded on `device`.
+std::shared_ptr<detail::LibraryImpl> build_cuda_source(const Device& device, const std::string& source,
+                                                       const std::string& filename);
+
+}  // namespace bronze::shader

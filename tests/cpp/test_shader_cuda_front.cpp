@@ -1,0 +1,137 @@
+// The CUDA side of the shader front end, without a GPU: CUDA C++ kernel
+// signatures, PTX .entry parameters, NVRTC messages mapped to the user's
+// line, and the Metal -> CUDA translation compiled by NVRTC (where present).
+#include <gtest/gtest.h>
+
+#include "backends/cuda/nvrtc.hpp"
+#include "bronze/error.hpp"
+#include "shader/cuda_signatures.hpp"
+#include "shader/gpu_image.hpp"
+#include "shader/library_impl.hpp"
+#include "shader/parser.hpp"
+
+namespace bs = bronze::shader;
+
+TEST(CudaSignatures, ReadsKernelParameters) {
+  auto k = bs::parse_cuda_kernels(R"(
+    struct P { float a; int b; };
+    __device__ float helper(float x) { return x; }
+    extern "C" __global__ void saxpy(float* __restrict__ y, const float* x, float a, unsigned int n) {}
+    template <class T> __global__ void skipped(T* x) {}
+    extern "C" {
+    __global__ void by_struct(P p, long long* out);
+    }
+    __global__ void mangled(const double* __restrict__ in, int) {}
+  )", "k.cu");
+  ASSERT_EQ(k.size(), 3u);
+  EXPECT_EQ(k[0].info.name, "saxpy");
+  EXPECT_TRUE(k[0].extern_c);
+  ASSERT_EQ(k[0].info.params.size(), 4u);
+  EXPECT_EQ(k[0].info.params[0].kind, bronze::ParamKind::Buffer);
+  EXPECT_FALSE(k[0].info.params[0].read_only);
+  EXPECT_EQ(k[0].info.params[0].type, "float");
+  EXPECT_TRUE(k[0].info.params[1].read_only);
+  EXPECT_EQ(k[0].info.params[2].kind, bronze::ParamKind::Scalar);
+  EXPECT_TRUE(k[0].info.params[2].by_value);
+  EXPECT_EQ(k[0].info.params[3].type, "uint");
+  EXPECT_EQ(k[0].info.params[3].size, 4u);
+  EXPECT_EQ(k[1].info.name, "by_struct");
+  EXPECT_TRUE(k[1].extern_c);
+  EXPECT_EQ(k[1].info.params[0].type, "P");
+  EXPECT_EQ(k[1].info.params[1].type, "long");
+  EXPECT_EQ(k[2].info.name, "mangled");
+  EXPECT_FALSE(k[2].extern_c);
+  EXPECT_EQ(k[2].info.params[1].name, "arg1");
+  EXPECT_EQ(k[2].info.bindings(), 2);
+  EXPECT_THROW(bs::parse_cuda_kernels("__device__ void f() {}", "k.cu"), bronze::ShaderCompileError);
+  EXPECT_THROW(bs::parse_cuda_kernels("__global__ void f(float& x) {}", "k.cu"), bronze::ShaderCompileError);
+}
+
+TEST(GpuImage, ReadsPtxEntries) {
+  const char* ptx = R"(
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry scale(
+	.param .u64 .ptr .global .align 4 scale_param_0,
+	.param .f32 scale_param_1,
+	.param .u32 scale_param_2,
+	.param .align 4 .b8 scale_param_3[12]
+)
+{ ret; }
+.visible .entry empty()
+{ ret; }
+)";
+  EXPECT_TRUE(bs::is_gpu_image(reinterpret_cast<const std::uint8_t*>(ptx), std::strlen(ptx)));
+  auto k = bs::parse_ptx_entries(ptx);
+  ASSERT_EQ(k.size(), 2u);
+  EXPECT_EQ(k[0].info.name, "scale");
+  ASSERT_EQ(k[0].info.params.size(), 4u);
+  EXPECT_EQ(k[0].info.params[0].kind, bronze::ParamKind::Buffer);
+  EXPECT_EQ(k[0].info.params[1].type, "float");
+  EXPECT_EQ(k[0].info.params[2].type, "uint");
+  EXPECT_EQ(k[0].info.params[3].size, 12u);
+  EXPECT_TRUE(k[1].info.params.empty());
+  const std::uint8_t elf[] = {0x7f, 'E', 'L', 'F', 2, 1, 1};
+  EXPECT_TRUE(bs::is_gpu_image(elf, sizeof elf));
+  const std::uint8_t brzl[] = {'B', 'R', 'Z', 'L', 1, 0, 0, 0};
+  EXPECT_FALSE(bs::is_gpu_image(brzl, sizeof brzl));
+}
+
+TEST(CompileErrors, NvrtcMessagesPointIntoTheUsersSource) {
+  std::string src = "kernel void f(device float* o) {\n  o[0] = nope;\n}\n";
+  std::string log =
+      "shader.metal(2): error: identifier \"nope\" is undefined\n    o[0] = nope;\n           ^\n\n"
+      "1 error detected in the compilation of \"bronze-shader.cu\".\n";
+  try {
+    bs::raise_compile_error(log, src, "shader.metal");
+    FAIL();
+  } catch (const bronze::ShaderCompileError& e) {
+    EXPECT_EQ(e.line(), 2);
+    EXPECT_EQ(e.column(), 10);
+    EXPECT_NE(std::string(e.what()).find("shader.metal:2:10: error: identifier \"nope\" is undefined"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("o[0] = nope;"), std::string::npos);
+  }
+}
+
+TEST(CudaTranslation, MetalKernelsCompileWithNvrtc) {
+  if (!bronze::cuda::nvrtc_available()) GTEST_SKIP() << bronze::cuda::nvrtc_status();
+  std::string src = R"(#include <metal_stdlib>
+using namespace metal;
+struct Params { float scale; uint n; };
+template <typename T>
+kernel void reduce(device const T* x [[buffer(0)]], device T* out [[buffer(1)]], constant Params& p [[buffer(2)]],
+                   threadgroup T* scratch [[threadgroup(0)]], uint i [[thread_position_in_grid]],
+                   uint l [[thread_index_in_simdgroup]], uint sg [[simdgroup_index_in_threadgroup]],
+                   uint2 tg [[threadgroup_position_in_grid]]) {
+  threadgroup atomic_uint count;
+  T v = i < p.n ? x[i] * T(p.scale) : T(0);
+  T s = simd_sum(v);
+  if (l == 0) scratch[sg] = s;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  if (sg == 0) out[tg.x] = simd_sum(l < 8 ? scratch[l] : T(0)) + simd_prefix_exclusive_sum(T(1));
+  atomic_fetch_add_explicit(&count, 1u, memory_order_relaxed);
+  half h = half(v) * 2 + 1.0h;
+  float4 f = float4(h, 1.0f, float2(2.0f)).wzyx;
+  out[0] += f.x + select(0.0f, 1.0f, isnan(float(h))) + fast::exp(f.y) + as_type<float>(0x3f800000u);
+}
+template [[host_name("reduce_f32")]] kernel void reduce<float>(device const float*, device float*, constant Params&,
+    threadgroup float*, uint, uint, uint, uint2);
+template [[host_name("reduce_f16")]] kernel void reduce<half>(device const half*, device half*, constant Params&,
+    threadgroup half*, uint, uint, uint, uint2);
+)";
+  bs::ParsedSource ps = bs::parse(src, "shader.metal");
+  std::vector<char> cubin, ptx;
+  ASSERT_NO_THROW(cubin = bs::compile_cuda_image(src, ps, "shader.metal", 90)) << "the translation must compile";
+  EXPECT_EQ(std::string(cubin.data(), 4), "\x7f" "ELF");
+  ASSERT_NO_THROW(ptx = bs::compile_cuda_image(src, ps, "shader.metal", 90, true));
+  EXPECT_NE(std::string(ptx.begin(), ptx.end()).find(".entry bronze_entry_1"), std::string::npos);
+  try {
+    std::string bad = "kernel void f(device float* o, uint i [[thread_position_in_grid]]) {\n  o[i] = nope;\n}\n";
+    bs::compile_cuda_image(bad, bs::parse(bad, "shader.metal"), "shader.metal", 90);
+    FAIL() << "expected a compile error";
+  } catch (const bronze::ShaderCompileError& e) {
+    EXPECT_EQ(e.line(), 2);
+    EXPECT_EQ(e.column(), 10);
+  }
+}
