@@ -161,9 +161,9 @@ def asarray(obj, *, dtype=None, device=None):
 
 
 def tensor(data, *, dtype=None, device=None):
-    """A new tensor holding a copy of data (as torch.tensor)."""
+    """A new tensor holding a copy of data (as torch.tensor), on the current device by default."""
     shared = isinstance(data, (Tensor, memoryview)) or hasattr(data, "__dlpack__") or hasattr(data, "__array_interface__")
-    t = asarray(data, dtype=dtype, device=device)
+    t = asarray(data, dtype=dtype, device=_C.current_device() if device is None else device)
     return t.clone() if shared else t
 
 

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -31,6 +32,7 @@ struct Session {
   Mode mode;
   std::int64_t start_ns = 0;
   std::vector<OpRecord> ops;
+  std::vector<std::function<OpRecord()>> pending;
   std::vector<MemRecord> mem;
 };
 Session& session() {
@@ -66,6 +68,19 @@ void record_op(OpRecord&& r) {
   s.ops.push_back(std::move(r));
 }
 
+void record_pending(std::function<OpRecord()> resolve) {
+  Session& s = session();
+  std::lock_guard<std::mutex> g(s.mu);
+  if (!active()) return;
+  s.pending.push_back(std::move(resolve));
+}
+
+std::int64_t session_start_ns() {
+  Session& s = session();
+  std::lock_guard<std::mutex> g(s.mu);
+  return s.start_ns;
+}
+
 void memory_event(const std::string& device, const char* what, std::size_t bytes,
                   std::size_t allocated, std::size_t reserved) {
   Session& s = session();
@@ -81,6 +96,7 @@ void begin(Mode m) {
   if (active()) throw Error("profiler is already running; call stop() first");
   s.mode = m;
   s.ops.clear();
+  s.pending.clear();
   s.mem.clear();
   s.start_ns = now_ns();
   detail::g_active.store(true);
@@ -89,6 +105,7 @@ void begin(Mode m) {
 std::string end(const std::string& path_arg) {
   Session& s = session();
   std::vector<OpRecord> ops;
+  std::vector<std::function<OpRecord()>> pending;
   std::vector<MemRecord> mem;
   Mode m;
   std::int64_t origin;
@@ -97,10 +114,13 @@ std::string end(const std::string& path_arg) {
     if (!active()) throw Error("profiler is not running; call start() first");
     detail::g_active.store(false);
     ops.swap(s.ops);
+    pending.swap(s.pending);
     mem.swap(s.mem);
     m = s.mode;
     origin = s.start_ns;
   }
+  for (auto& resolve : pending) ops.push_back(resolve());  // waits for each GPU op's end event
+  std::sort(ops.begin(), ops.end(), [](const OpRecord& a, const OpRecord& b) { return a.begin_ns < b.begin_ns; });
   std::string path = path_arg;
   if (path.empty()) {
     const char* env = std::getenv("BRONZE_TRACE_FILE");

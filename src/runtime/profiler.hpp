@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace bronze::runtime::prof {
@@ -30,6 +31,12 @@ struct OpRecord {
   std::int64_t end_ns = 0;
 };
 void record_op(OpRecord&& r);
+// GPU ops finish after they are queued: the backend hands over a resolver
+// that stop() calls (it waits for the op's end) to get the op's interval.
+void record_pending(std::function<OpRecord()> resolve);
+// When the running session began (now_ns() clock): backends key per-session
+// state (a GPU timeline reference) on it.
+std::int64_t session_start_ns();
 void memory_event(const std::string& device, const char* what, std::size_t bytes,
                   std::size_t allocated, std::size_t reserved);
 

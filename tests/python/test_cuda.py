@@ -146,7 +146,7 @@ def test_metal_kernel_on_cuda_with_torch_tensors_zero_copy():
     assert lib.full.max_threads_per_threadgroup >= 256 and lib.full.thread_execution_width == 32
     t = torch.zeros(1000, device="cuda")
     lib.full(t, 2.5)  # a torch CUDA tensor, written in place
-    bronze.synchronize()
+    bronze.synchronize(CUDA)
     assert torch.all(t == 2.5).item()
     x = bronze.empty(1 << 20, device=CUDA)
     lib.full(x, -1.0)
@@ -240,7 +240,7 @@ lib = bronze.compile_shader('kernel void wild(device float* o, uint i [[thread_p
 x = bronze.empty(64, device='cuda:0')
 lib.wild(x, threads=64)
 try:
-    bronze.synchronize()
+    bronze.synchronize('cuda:0')
 except bronze.DeviceError as e:
     print('FAULT', e)
 """
@@ -251,3 +251,20 @@ except bronze.DeviceError as e:
 def test_validate_is_a_cpu_feature_on_cuda():
     with pytest.raises(bronze.NotSupportedError, match="CPU backend"):
         bronze.compile_shader(SEED, device=CUDA, validate=True)
+
+
+def test_profiler_intervals_come_from_the_gpu_timeline(tmp_path):
+    import json
+
+    lib = bronze.compile_shader(SEED, device=CUDA)
+    x = bronze.empty(1 << 24, device=CUDA)
+    with bronze.profiler.profile(path=tmp_path / "t.json"):
+        lib.full(x, 1.0)
+        x.fill_(2.0)
+        y = x + x
+    events = [e for e in json.loads((tmp_path / "t.json").read_text())["traceEvents"] if e.get("ph") == "X"]
+    kernel = [e for e in events if e["name"] == "full" and e.get("cat") == "shader"]
+    assert kernel and kernel[0]["dur"] > 0
+    names = [e["name"] for e in events]
+    assert names.index("full") < names.index("fill") < names.index("binary")  # GPU order
+    assert y.numpy()[0] == 4.0

@@ -7,6 +7,7 @@
 #include "backends/cuda/cublas.hpp"
 #include "backends/cuda/cuda_kernels.hpp"
 #include "backends/cuda/driver_api.hpp"
+#include "backends/cuda/op_timer.hpp"
 #include "bronze/error.hpp"
 #include "runtime/dtype_dispatch.hpp"
 #include "runtime/stream_set.hpp"
@@ -196,6 +197,8 @@ class CudaDevice final : public runtime::DeviceImpl {
   }
 
   void fill(runtime::StreamImpl& s, const runtime::View& dst, Scalar v) override {
+    ctx_.make_current();
+    OpTimer timer(timeline_, cs(s).handle(), s.id(), "fill", "fill");
     if (!dst.contiguous()) not_yet("fill of a strided tensor");
     const std::size_t n = static_cast<std::size_t>(dst.numel()), es = element_size(dst.dtype);
     std::uint8_t bytes[8] = {};
@@ -205,7 +208,6 @@ class CudaDevice final : public runtime::DeviceImpl {
                                                                   : runtime::convert<T>(v.to_double());
       std::memcpy(bytes, &value, sizeof(T));
     });
-    ctx_.make_current();
     CUstream st = cs(s).handle();
     if (es == 1) return check(driver()->cuMemsetD8Async(dptr(dst.data), bytes[0], n, st), "cuMemsetD8Async");
     if (es == 2) {
@@ -226,6 +228,7 @@ class CudaDevice final : public runtime::DeviceImpl {
 
   void copy(runtime::StreamImpl& s, const runtime::View& dst, const runtime::View& src) override {
     ctx_.make_current();
+    OpTimer timer(timeline_, cs(s).handle(), s.id(), "copy", "copy");
     if (dst.dtype == src.dtype && dst.contiguous() && src.contiguous() && dst.numel() == src.numel() &&
         src.strides == runtime::contiguous_strides(src.shape)) {
       check(driver()->cuMemcpyDtoDAsync(dptr(dst.data), dptr(src.data), dst.numel() * element_size(dst.dtype),
@@ -249,6 +252,7 @@ class CudaDevice final : public runtime::DeviceImpl {
   }
   void arange(runtime::StreamImpl& s, const runtime::View& out, double start, double step) override {
     ctx_.make_current();
+    OpTimer timer(timeline_, cs(s).handle(), s.id(), "arange", "fill");
     Geometry g = geometry({&out});
     void* o = out.data;
     void* args[] = {&o, &start, &step, &g};
@@ -256,6 +260,7 @@ class CudaDevice final : public runtime::DeviceImpl {
   }
   void random(runtime::StreamImpl& s, const runtime::View& out, const runtime::RandomParams& p) override {
     ctx_.make_current();
+    OpTimer timer(timeline_, cs(s).handle(), s.id(), "philox", "random");
     const bool wide = out.dtype == DType::Float64 ||
                       (p.kind == runtime::RandomKind::Int && static_cast<std::uint64_t>(p.high - p.low) > 0xffffffffull);
     Geometry g = geometry({&out});
@@ -271,6 +276,7 @@ class CudaDevice final : public runtime::DeviceImpl {
   void matmul(runtime::StreamImpl& s, const runtime::View& out, const runtime::View& a,
               const runtime::View& b) override {
     ctx_.make_current();
+    OpTimer timer(timeline_, cs(s).handle(), s.id(), "mm", "kernel");
     gemm(index_, cs(s).handle(), out, a, b);
   }
   void launch(runtime::StreamImpl& s, runtime::KernelLaunch&& l) override;
@@ -280,6 +286,7 @@ class CudaDevice final : public runtime::DeviceImpl {
   void copy_from_host(runtime::StreamImpl& s, void* dst, const void* src, std::size_t n,
                       std::shared_ptr<void> keep) override {
     ctx_.make_current();
+    OpTimer timer(timeline_, cs(s).handle(), s.id(), "copy_h2d", "copy");
     check(driver()->cuMemcpyHtoDAsync(dptr(dst), src, n, cs(s).handle()), "cuMemcpyHtoDAsync");
     // From pageable memory the driver has consumed `src` when the call
     // returns; pinned staging (truly asynchronous) comes with host_alias.
@@ -288,6 +295,7 @@ class CudaDevice final : public runtime::DeviceImpl {
   void copy_to_host(runtime::StreamImpl& s, void* dst, const void* src, std::size_t n,
                     std::shared_ptr<void> keep) override {
     ctx_.make_current();
+    OpTimer timer(timeline_, cs(s).handle(), s.id(), "copy_d2h", "copy");
     check(driver()->cuMemcpyDtoHAsync(dst, dptr(src), n, cs(s).handle()), "cuMemcpyDtoHAsync");
     (void)keep;  // the caller synchronizes the stream before using `dst`
   }
@@ -297,6 +305,7 @@ class CudaDevice final : public runtime::DeviceImpl {
   void elementwise(runtime::StreamImpl& s, const std::string& source, const runtime::View& out, const runtime::View& a,
                    const runtime::View* b, double yf, long long yi) {
     ctx_.make_current();
+    OpTimer timer(timeline_, cs(s).handle(), s.id(), b ? "binary" : "binary_scalar", "kernel");
     Geometry g = b ? geometry({&out, &a, b}) : geometry({&out, &a});
     void* o = out.data;
     void* x = a.data;
@@ -322,6 +331,7 @@ class CudaDevice final : public runtime::DeviceImpl {
   Context ctx_;
   runtime::CachingAllocator allocator_;
   KernelCache kernels_{arch_of(ctx_)};
+  Timeline timeline_{"cuda:" + std::to_string(index_), [this] { ctx_.make_current(); }};
   std::mutex mu_;  // guards default_
   std::shared_ptr<CudaStream> default_;
   runtime::StreamSet<CudaStream> streams_;
@@ -336,6 +346,7 @@ struct LaunchRecord {
 void CudaDevice::launch(runtime::StreamImpl& s, runtime::KernelLaunch&& l) {
   ctx_.make_current();
   CudaStream& stream = cs(s);
+  OpTimer timer(timeline_, stream.handle(), s.id(), l.name, "shader");
   auto f = static_cast<CUfunction>(const_cast<void*>(l.entry));
   const std::size_t n = l.args.size();
   // Inline bytes behind pointer parameters (constant arrays, lists) are
