@@ -281,11 +281,11 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
       bytes = *a.bytes();
       if (p.kind == ParamKind::Buffer && !p.read_only)
         throw TypeError(arg_label(p) + " is a writable device buffer: pass a tensor, not bytes");
-      if (p.size && (bytes.empty() || bytes.size() % p.size != 0))
-        throw ValueError(arg_label(p) + " takes bytes in multiples of " + std::to_string(p.size) + ", got " +
-                         std::to_string(bytes.size()));
       if (p.by_value && p.size && bytes.size() != p.size)
         throw ValueError(arg_label(p) + " is one value of " + std::to_string(p.size) + " bytes, got " +
+                         std::to_string(bytes.size()));
+      if (p.size && (bytes.empty() || bytes.size() % p.size != 0))
+        throw ValueError(arg_label(p) + " takes bytes in multiples of " + std::to_string(p.size) + ", got " +
                          std::to_string(bytes.size()));
       l.args[i].by_value = p.by_value;
     }

@@ -30,11 +30,33 @@ def _nvrtc_available():
 CHECK_CUDA_TRANSLATION = ON_CPU and _nvrtc_available()
 
 
+class _Kernel:
+    """A kernel whose NumPy inputs are copied to the current device first."""
+
+    def __init__(self, kernel):
+        self._kernel = kernel
+
+    def __call__(self, *args, **kwargs):
+        return self._kernel(*[bronze.tensor(a) if isinstance(a, np.ndarray) else a for a in args], **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._kernel, name)
+
+
+class _Library:
+    def __init__(self, lib):
+        self._lib = lib
+
+    def __getattr__(self, name):
+        attr = getattr(self._lib, name)
+        return _Kernel(attr) if isinstance(attr, bronze.Kernel) else attr
+
+
 def compile(src):
     lib = bronze.compile_shader(HEADER + src)
     if CHECK_CUDA_TRANSLATION:
         bronze.compile_library(HEADER + src, archs=[90])  # raises ShaderCompileError if the CUDA side fails
-    return lib
+    return _Library(lib)
 
 
 def test_seed_example_verbatim():

@@ -24,9 +24,11 @@ struct ids {
   uint tiitg, tiisg, sgiitg, tpsg, sgptg;
 };
 
-// This thread's Metal ids; false for threads past the grid's end. Thread
-// and simdgroup indices follow CUDA's linear order (x fastest, by the
-// dispatched size), so simdgroups are exactly the hardware's warps.
+// This thread's Metal ids; false for threads past the grid's end.
+// thread_index_in_threadgroup linearizes by the group's actual size, as
+// Metal does; simdgroup lane and index follow the hardware's warps (CUDA's
+// order by the dispatched size). The two differ only in 2-D/3-D partial
+// groups, where a CUDA block keeps masked threads Metal would not launch.
 inline bool make_ids(const launch& L, ids& id) {
   id.tpitg = uint3(threadIdx.x, threadIdx.y, threadIdx.z);
   id.tgpig = uint3(blockIdx.x, blockIdx.y, blockIdx.z);
@@ -40,9 +42,10 @@ inline bool make_ids(const launch& L, ids& id) {
   uint ay = ::min(blockDim.y, L.grid[1] - blockIdx.y * blockDim.y);
   uint az = ::min(blockDim.z, L.grid[2] - blockIdx.z * blockDim.z);
   id.tptg = uint3(ax, ay, az);
-  id.tiitg = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
-  id.tiisg = id.tiitg & 31u;
-  id.sgiitg = id.tiitg >> 5;
+  id.tiitg = threadIdx.x + ax * (threadIdx.y + ay * threadIdx.z);
+  uint physical = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  id.tiisg = physical & 31u;
+  id.sgiitg = physical >> 5;
   id.tpsg = 32;
   id.sgptg = (ax * ay * az + 31) / 32;
   return true;
