@@ -1,4 +1,4 @@
-// libFuzzer target: the MSL front end (lexer, parser, CPU rewriter) on
+// libFuzzer target: the MSL front end (lexer, parser, CPU and CUDA rewriters) on
 // arbitrary text. Anything but a bronze::Error escaping, or a crash, is a bug.
 #include <cstdint>
 #include <string>
@@ -6,12 +6,14 @@
 #include "bronze/error.hpp"
 #include "shader/parser.hpp"
 #include "shader/rewrite_cpu.hpp"
+#include "shader/rewrite_cuda.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string src(reinterpret_cast<const char*>(data), size);
   try {
     auto parsed = bronze::shader::parse(src, "fuzz.metal");
     (void)bronze::shader::rewrite_for_cpu(src, parsed, "fuzz.metal");
+    (void)bronze::shader::rewrite_for_cuda(src, parsed, "fuzz.metal");
   } catch (const bronze::Error&) {
   }
   return 0;
