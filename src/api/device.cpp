@@ -7,6 +7,7 @@
 #include "backends/cuda/driver_api.hpp"
 #include "backends/cuda/nvrtc.hpp"
 #include "runtime/device_impl.hpp"
+#include "runtime/nvtx.hpp"
 
 namespace bronze {
 
@@ -54,7 +55,9 @@ DeviceProperties get_device_properties(std::optional<Device> d) {
 }
 
 std::string cuda_status() {
-  return cuda::driver() ? cuda::status() + "; " + cuda::nvrtc_status() + "; " + cuda::cublas_status() : cuda::status();
+  std::string s = cuda::status();
+  if (cuda::driver()) s += "; " + cuda::nvrtc_status() + "; " + cuda::cublas_status();
+  return s + "; " + runtime::nvtx::status();
 }
 
 void synchronize(std::optional<Device> d) { runtime::device_impl(runtime::resolve(d)).synchronize(); }

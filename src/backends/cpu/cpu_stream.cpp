@@ -6,6 +6,7 @@
 #include "bronze/error.hpp"
 #include "runtime/capture.hpp"
 #include "runtime/json_util.hpp"
+#include "runtime/nvtx.hpp"
 #include "runtime/profiler.hpp"
 
 namespace bronze::cpu {
@@ -59,12 +60,16 @@ void CpuStream::run() {
     const bool profiling = runtime::prof::active();
     std::int64_t begin = profiling ? runtime::prof::now_ns() : 0;
     std::string error;
-    try {
-      op.fn();
-    } catch (const std::exception& e) {
-      error = e.what();
-    } catch (...) {
-      error = "unknown exception";
+    {
+      runtime::nvtx::Range range;
+      if (profiling) range.start(op.name);
+      try {
+        op.fn();
+      } catch (const std::exception& e) {
+        error = e.what();
+      } catch (...) {
+        error = "unknown exception";
+      }
     }
     if (profiling) runtime::prof::record_op({op.name, op.category, dev, id_, begin, runtime::prof::now_ns()});
     std::string failure;

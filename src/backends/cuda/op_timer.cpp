@@ -32,6 +32,7 @@ OpTimer::OpTimer(Timeline& t, CUstream stream, std::uint64_t stream_id, const ch
   stream_id_ = stream_id;
   name_ = name;
   category_ = category;
+  range_.start(name);
   ref_ = t.reference(stream);
   begin_ = timing_event();
   check(driver()->cuEventRecord(begin_, stream), "cuEventRecord");

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "backends/cuda/driver_api.hpp"
+#include "runtime/nvtx.hpp"
 
 namespace bronze::cuda {
 
@@ -35,7 +36,9 @@ class Timeline {
   std::shared_ptr<const Ref> ref_;
 };
 
-// RAII around one op queued on `stream`; does nothing when not profiling.
+// RAII around one op queued on `stream`: its GPU interval and an NVTX range
+// around the host-side launch (Nsight projects it onto the kernels). Does
+// nothing when not profiling.
 class OpTimer {
  public:
   OpTimer(Timeline& t, CUstream stream, std::uint64_t stream_id, const char* name, const char* category);
@@ -51,6 +54,7 @@ class OpTimer {
   const char* category_ = "";
   CUevent begin_ = nullptr;
   std::shared_ptr<const Timeline::Ref> ref_;
+  runtime::nvtx::Range range_;  // popped after the end event is queued
 };
 
 }  // namespace bronze::cuda
