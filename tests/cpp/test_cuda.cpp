@@ -77,11 +77,15 @@ TEST(CudaKernels, GeneratedSourcesCompileWithNvrtc) {
   for (DType t : all) {
     for (DType s : {DType::Bool, DType::Float16, DType::Int64, DType::Float32}) sources.push_back({bronze::cuda::copy_source(t, s), false});
     sources.push_back({bronze::cuda::arange_source(t), false});
-    sources.push_back({bronze::cuda::binary_source(t, bronze::runtime::BinaryOp::Div, false), false});
-    sources.push_back({bronze::cuda::binary_source(t, bronze::runtime::BinaryOp::RSub, true), false});
+    for (bool vec : {false, true}) {
+      sources.push_back({bronze::cuda::binary_source(t, bronze::runtime::BinaryOp::Div, false, vec), false});
+      sources.push_back({bronze::cuda::binary_source(t, bronze::runtime::BinaryOp::RSub, true, vec), false});
+    }
     for (auto k : {bronze::runtime::RandomKind::Uniform, bronze::runtime::RandomKind::Normal, bronze::runtime::RandomKind::Int})
       sources.push_back({bronze::cuda::random_source(t, k, t == DType::Float64), true});
   }
+  sources.push_back({bronze::cuda::random_source(DType::Int64, bronze::runtime::RandomKind::Int, true), true});
+  sources.push_back({bronze::cuda::fill64_source(), false});
   for (const auto& [src, exact] : sources) {
     std::vector<char> cubin;
     ASSERT_NO_THROW(cubin = bronze::cuda::compile_cubin(src, {{"philox.hpp", bronze::shader::embedded::philox_hpp}}, 90,

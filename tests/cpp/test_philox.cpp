@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "bronze/bronze.hpp"
 #include "runtime/generator.hpp"
@@ -93,4 +95,52 @@ TEST(Generator, NormalMoments) {
   var /= v.size();
   EXPECT_NEAR(mean, 0.0, 0.01);
   EXPECT_NEAR(var, 1.0, 0.01);
+}
+
+// The float Box-Muller pieces against long double: every k at the edges and
+// quadrant boundaries plus a stride through all 2^24 inputs.
+TEST(Philox, FloatNormalTransformIsAccurate) {
+  // |got - want| in units of the last place of a float of magnitude `scale`.
+  auto ulps = [](float got, long double want, long double scale) {
+    long double ulp = std::ldexp(1.0L, std::ilogb(static_cast<float>(scale)) - 23);
+    return static_cast<double>(std::fabs(static_cast<long double>(got) - want) / ulp);
+  };
+  std::vector<unsigned> ks = {1, 2, 3, (1u << 24) - 1, 1u << 24, 11863283, 11863284};
+  for (unsigned q = 0; q <= 4; ++q)
+    for (int d = -2; d <= 2; ++d) ks.push_back(static_cast<unsigned>(static_cast<int>(q << 22) + d));
+  for (unsigned k = 5; k < (1u << 24); k += 997) ks.push_back(k);
+  const long double two_pi = 6.283185307179586476925286766559L;
+  double worst_log = 0, worst_trig = 0;
+  for (unsigned k : ks) {
+    if (k >= 1 && k <= (1u << 24)) {
+      long double want = std::log(static_cast<long double>(k) / 16777216.0L);
+      float got = bronze::philox::log_uniform24(k);
+      if (k == (1u << 24)) EXPECT_EQ(got, 0.0f);
+      else worst_log = std::max(worst_log, ulps(got, want, want));
+      EXPECT_LE(got, 0.0f) << k;
+    }
+    if (k < (1u << 24)) {
+      float s, c;
+      bronze::philox::sincos_turn24(k, &s, &c);
+      long double a = two_pi * static_cast<long double>(k) / 16777216.0L;
+      // Against the larger of the two: near a zero, absolute error counts.
+      long double scale = std::max(std::fabs(std::sin(a)), std::fabs(std::cos(a)));
+      worst_trig = std::max({worst_trig, ulps(s, std::sin(a), scale), ulps(c, std::cos(a), scale)});
+      EXPECT_LE(std::fabs(s), 1.0f);
+      EXPECT_LE(std::fabs(c), 1.0f);
+    }
+  }
+  EXPECT_LE(worst_log, 3.0);   // 2.25 measured
+  EXPECT_LE(worst_trig, 2.0);  // 1.48 measured
+}
+
+TEST(Generator, TensorNormalMatchesMapping) {
+  bronze::manual_seed(99);
+  auto v = bronze::randn({6}).to_double_vector();
+  for (int i = 0; i < 6; ++i) {
+    auto blk = bronze::philox::block(99, static_cast<unsigned long long>(i / 4));
+    float n[2];
+    bronze::philox::normal_pair_f32(blk.v[i % 4 & 2], blk.v[(i % 4 & 2) + 1], &n[0], &n[1]);
+    EXPECT_EQ(static_cast<float>(v[i]), n[i % 2]) << i;
+  }
 }

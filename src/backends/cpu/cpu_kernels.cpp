@@ -1,5 +1,6 @@
 #include "backends/cpu/cpu_kernels.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -158,9 +159,9 @@ void arange(const View& out, double start, double step) {
 }
 
 namespace {
-// Box-Muller in double precision, rounded once to the output type: the CUDA
-// backend evaluates the same expression, so results agree to the last bit
-// unless two libms differ by more than the double's last-place error.
+// Box-Muller in double precision for float64 normals: the CUDA backend
+// evaluates the same expression, so results agree to the last bit unless two
+// libms differ in the last place.
 inline void box_muller(philox::u32 x0, philox::u32 x1, double* n0, double* n1) {
   double u1 = philox::uniform_f32_open0(x0);
   double u2 = philox::uniform_f32(x1);
@@ -184,37 +185,41 @@ void random(const View& out, const runtime::RandomParams& p) {
     ThreadPool::instance().parallel_for(nblocks, kGrain / 4, [&](std::int64_t b, std::int64_t e) {
       const std::int64_t n = out.numel();
       for (std::int64_t blk = b; blk < e; ++blk) {
+        // The block's `per` elements at once: each Box-Muller pair is
+        // evaluated once (cuda_kernels.cpp random_source() mirrors this).
         philox::U32x4 r = philox::block(seed, base + static_cast<std::uint64_t>(blk));
-        for (std::int64_t lane = 0; lane < per; ++lane) {
-          std::int64_t i = blk * per + lane;
-          if (i >= n) break;
-          double v = 0.0;
-          switch (p.kind) {
-            case runtime::RandomKind::Uniform:
-              v = wide ? philox::uniform_f64(r.v[2 * lane], r.v[2 * lane + 1])
-                       : static_cast<double>(philox::uniform_f32(r.v[lane]));
-              v = p.a + v * (p.b - p.a);
-              break;
-            case runtime::RandomKind::Normal: {
-              double n0, n1;
-              if (wide) {  // two doubles a block, each from its own word pair
-                box_muller(r.v[2 * lane], r.v[2 * lane + 1], &n0, &n1);
-              } else {
-                box_muller(r.v[lane & 2], r.v[(lane & 2) + 1], &n0, &n1);
-                if (lane & 1) n0 = n1;
-              }
-              v = p.a + p.b * n0;
-              break;
+        const std::int64_t count = std::min<std::int64_t>(per, n - blk * per);
+        T* dst = o + blk * per;
+        switch (p.kind) {
+          case runtime::RandomKind::Uniform:
+            for (std::int64_t l = 0; l < count; ++l) {
+              double u = wide ? philox::uniform_f64(r.v[2 * l], r.v[2 * l + 1])
+                              : static_cast<double>(philox::uniform_f32(r.v[l]));
+              dst[l] = convert<T>(p.a + u * (p.b - p.a));
             }
-            case runtime::RandomKind::Int: {
-              std::uint64_t range = static_cast<std::uint64_t>(p.high - p.low);
-              std::uint64_t x = wide ? ((static_cast<std::uint64_t>(r.v[2 * lane]) << 32) | r.v[2 * lane + 1])
-                                     : r.v[lane];
-              o[i] = convert<T>(static_cast<std::int64_t>(p.low + static_cast<std::int64_t>(x % range)));
-              continue;
+            break;
+          case runtime::RandomKind::Normal:
+            if (wide) {  // two doubles a block, each the first normal of its word pair
+              double v[2], unused;
+              box_muller(r.v[0], r.v[1], &v[0], &unused);
+              box_muller(r.v[2], r.v[3], &v[1], &unused);
+              for (std::int64_t l = 0; l < count; ++l) dst[l] = convert<T>(p.a + p.b * v[l]);
+            } else {  // float arithmetic that every IEEE machine rounds alike (philox.hpp)
+              float f[4];
+              philox::normal_pair_f32(r.v[0], r.v[1], &f[0], &f[1]);
+              philox::normal_pair_f32(r.v[2], r.v[3], &f[2], &f[3]);
+              const float a = static_cast<float>(p.a), b = static_cast<float>(p.b);
+              for (std::int64_t l = 0; l < count; ++l) dst[l] = convert<T>(static_cast<double>(a + b * f[l]));
             }
+            break;
+          case runtime::RandomKind::Int: {
+            const std::uint64_t range = static_cast<std::uint64_t>(p.high - p.low);
+            for (std::int64_t l = 0; l < count; ++l) {
+              std::uint64_t x = wide ? ((static_cast<std::uint64_t>(r.v[2 * l]) << 32) | r.v[2 * l + 1]) : r.v[l];
+              dst[l] = convert<T>(static_cast<std::int64_t>(p.low + static_cast<std::int64_t>(x % range)));
+            }
+            break;
           }
-          o[i] = convert<T>(v);
         }
       }
     });

@@ -120,10 +120,10 @@ CUfunction KernelCache::get(const std::string& source, bool exact_fp) {
   return f;
 }
 
-void launch_1d(CUfunction f, long long n, CUstream s, void** args) {
+void KernelCache::launch_1d(CUfunction f, long long n, CUstream s, void** args) const {
   const unsigned threads = 256;
   long long blocks = (n + threads - 1) / threads;
-  if (blocks > 65536) blocks = 65536;  // grid-stride loops cover the rest
+  if (blocks > grid_blocks_) blocks = grid_blocks_;  // grid-stride loops cover the rest
   if (blocks < 1) blocks = 1;
   check(driver()->cuLaunchKernel(f, static_cast<unsigned>(blocks), 1, 1, threads, 1, 1, 0, s, args, nullptr),
         "cuLaunchKernel");
@@ -140,7 +140,7 @@ std::string copy_source(DType dst, DType src) {
                  " x = s[offset_of(g, 1, i)];\n    d[offset_of(g, 0, i)] = " + value + ";\n  }\n}\n");
 }
 
-std::string binary_source(DType t, runtime::BinaryOp op, bool scalar_operand) {
+std::string binary_source(DType t, runtime::BinaryOp op, bool scalar_operand, bool vectorized) {
   const char* expr = nullptr;
   switch (op) {
     case runtime::BinaryOp::Add: expr = "x + y"; break;
@@ -151,12 +151,31 @@ std::string binary_source(DType t, runtime::BinaryOp op, bool scalar_operand) {
     case runtime::BinaryOp::RDiv: expr = "y / x"; break;
   }
   std::string A = acctype(t), T = ctype(t);
-  std::string y = scalar_operand ? "(" + A + ")(" + std::string(is_floating(t) ? "yf" : "yi") + ")"
-                                 : load(t, "b[offset_of(g, 2, i)]");
-  return program("extern \"C\" __global__ void k(" + T + "* o, const " + T + "* a, const " + T +
-                 "* b, double yf, i64 yi, Geometry g) {\n  " BRONZE_GRID_LOOP " {\n    " + A + " x = " +
-                 load(t, "a[offset_of(g, 1, i)]") + ";\n    " + A + " y = " + y + ";\n    o[offset_of(g, 0, i)] = " +
-                 store(t, expr) + ";\n  }\n}\n");
+  std::string scalar = "(" + A + ")(" + std::string(is_floating(t) ? "yf" : "yi") + ")";
+  // One element: x and y of type A from the T expressions xa and yb, stored to `to`.
+  auto element = [&](const std::string& to, const std::string& xa, const std::string& yb) {
+    return A + " x = " + load(t, xa) + ";\n    " + A + " y = " + (scalar_operand ? scalar : load(t, yb)) + ";\n    " +
+           to + " = " + store(t, expr) + ";";
+  };
+  std::string head = "extern \"C\" __global__ void k(" + T + "* o, const " + T + "* a, const " + T +
+                     "* b, double yf, i64 yi, Geometry g) {\n";
+  if (!vectorized)
+    return program(head + "  " BRONZE_GRID_LOOP " {\n    " +
+                   element("o[offset_of(g, 0, i)]", "a[offset_of(g, 1, i)]", "b[offset_of(g, 2, i)]") + "\n  }\n}\n");
+  // Contiguous, 16-byte aligned operands: 128-bit loads and stores, then the
+  // tail of n % W elements one by one.
+  return program("struct __align__(16) V { " + T + " e[16 / sizeof(" + T + ")]; };\n" + head +
+                 "  const int W = 16 / sizeof(" + T + ");\n"
+                 "  const i64 nv = g.n / W, step = (i64)gridDim.x * blockDim.x, tid = blockIdx.x * (i64)blockDim.x + threadIdx.x;\n"
+                 "  for (i64 j = tid; j < nv; j += step) {\n"
+                 "    V va = ((const V*)a)[j], vb" + (scalar_operand ? "" : " = ((const V*)b)[j]") + ", r;\n"
+                 "    for (int l = 0; l < W; ++l) {\n    " + element("r.e[l]", "va.e[l]", "vb.e[l]") + "\n    }\n"
+                 "    ((V*)o)[j] = r;\n  }\n"
+                 "  for (i64 i = nv * W + tid; i < g.n; i += step) {\n    " + element("o[i]", "a[i]", "b[i]") + "\n  }\n}\n");
+}
+
+std::string fill64_source() {
+  return program("extern \"C\" __global__ void k(u64* d, u64 v, Geometry g) {\n  " BRONZE_GRID_LOOP " d[i] = v;\n}\n");
 }
 
 std::string arange_source(DType t) {
@@ -166,41 +185,49 @@ std::string arange_source(DType t) {
 }
 
 // The CPU's mapping (philox.hpp, cpu_kernels.cpp random()), one thread per
-// Philox block: the same seed and offset give the same numbers.
+// Philox block: the same seed and offset give the same numbers. A thread
+// makes its block's `per` elements at once (each Box-Muller pair's log and
+// sincos once) and writes them with one vector store when they are all in
+// range: per * sizeof(T) is 4 to 16 bytes and the output is contiguous.
 std::string random_source(DType t, runtime::RandomKind kind, bool wide) {
-  std::string per = wide ? "2" : "4";
-  std::string value;  // one element from block r, lane `lane`
+  const std::string per = wide ? "2" : "4", T = ctype(t);
+  std::string make;  // fills double/i64 v[per] from block r
   switch (kind) {
     case runtime::RandomKind::Uniform:
-      value = std::string("double v = a + (") +
-              (wide ? "philox::uniform_f64(r.v[2 * lane], r.v[2 * lane + 1])" : "(double)philox::uniform_f32(r.v[lane])") +
-              ") * (b - a);\n      o[i] = " + store(t, "v") + ";";
+      make = wide ? "    for (int l = 0; l < 2; ++l) v[l] = a + philox::uniform_f64(r.v[2 * l], r.v[2 * l + 1]) * (b - a);\n"
+                  : "    for (int l = 0; l < 4; ++l) v[l] = a + (double)philox::uniform_f32(r.v[l]) * (b - a);\n";
       break;
-    case runtime::RandomKind::Normal:
-      value = std::string("double v = a + b * ") +
-              (wide ? "box_muller(r.v[2 * lane], r.v[2 * lane + 1], 0)" : "box_muller(r.v[lane & 2], r.v[(lane & 2) + 1], lane & 1)") +
-              ";\n      o[i] = " + store(t, "v") + ";";
+    case runtime::RandomKind::Normal:  // wide: double Box-Muller, the first normal of each pair; else float throughout
+      make = wide ? "    double s0, s1;\n    box_muller(r.v[0], r.v[1], &v[0], &s0);\n    box_muller(r.v[2], r.v[3], &v[1], &s1);\n"
+                    "    v[0] = a + b * v[0]; v[1] = a + b * v[1];\n"
+                  : "    float f[4];\n    philox::normal_pair_f32(r.v[0], r.v[1], &f[0], &f[1]);\n"
+                    "    philox::normal_pair_f32(r.v[2], r.v[3], &f[2], &f[3]);\n"
+                    "    for (int l = 0; l < 4; ++l) v[l] = (double)((float)a + (float)b * f[l]);\n";
       break;
     case runtime::RandomKind::Int:
-      value = std::string("i64 v = low + (i64)(") +
-              (wide ? "((u64)r.v[2 * lane] << 32 | r.v[2 * lane + 1])" : "(u64)r.v[lane]") +
-              " % (u64)(high - low));\n      o[i] = " + store(t, "v") + ";";
+      make = std::string("    for (int l = 0; l < ") + per + "; ++l) v[l] = low + (i64)(" +
+             (wide ? "((u64)r.v[2 * l] << 32 | r.v[2 * l + 1])" : "(u64)r.v[l]") + " % (u64)(high - low));\n";
       break;
   }
+  const char* vt = kind == runtime::RandomKind::Int ? "i64" : "double";
   return program(std::string("#define BRONZE_PHILOX_FN __device__ inline\n#include \"philox.hpp\"\n"
                              "namespace philox = bronze::philox;\n"
-                             "__device__ inline double box_muller(unsigned x0, unsigned x1, int second) {\n"
+                             "__device__ inline void box_muller(unsigned x0, unsigned x1, double* n0, double* n1) {\n"
                              "  double u1 = philox::uniform_f32_open0(x0), u2 = philox::uniform_f32(x1);\n"
-                             "  double r = sqrt(-2.0 * log(u1)), th = 6.283185307179586476925286766559 * u2;\n"
-                             "  return second ? r * sin(th) : r * cos(th);\n}\n"
+                             "  double r = sqrt(-2.0 * log(u1)), s, c;\n"
+                             "  sincos(6.283185307179586476925286766559 * u2, &s, &c);\n"
+                             "  *n0 = r * c;\n  *n1 = r * s;\n}\n"
+                             "struct __align__(" + per + " * sizeof(" + T + ")) Out { " + T + " e[" + per + "]; };\n"
                              "extern \"C\" __global__ void k(") +
-                 ctype(t) + "* o, u64 seed, u64 base, double a, double b, i64 low, i64 high, Geometry g) {\n"
-                 "  i64 blocks = (g.n + " + per + " - 1) / " + per + ";\n"
+                 T + "* o, u64 seed, u64 base, double a, double b, i64 low, i64 high, Geometry g) {\n"
+                 "  const i64 blocks = (g.n + " + per + " - 1) / " + per + ";\n"
+                 "  const bool aligned = ((u64)o % sizeof(Out)) == 0;\n"
                  "  for (i64 blk = blockIdx.x * (i64)blockDim.x + threadIdx.x; blk < blocks; blk += (i64)gridDim.x * blockDim.x) {\n"
-                 "    philox::U32x4 r = philox::block(seed, base + (u64)blk);\n"
-                 "    for (int lane = 0; lane < " + per + "; ++lane) {\n"
-                 "      i64 i = blk * " + per + " + lane;\n"
-                 "      if (i >= g.n) break;\n      " + value + "\n    }\n  }\n}\n");
+                 "    philox::U32x4 r = philox::block(seed, base + (u64)blk);\n    " + vt + " v[" + per + "];\n" + make +
+                 "    Out w;\n    for (int l = 0; l < " + per + "; ++l) w.e[l] = " + store(t, "v[l]") + ";\n"
+                 "    const i64 i0 = blk * " + per + ";\n"
+                 "    if (aligned && i0 + " + per + " <= g.n) {\n      *(Out*)(o + i0) = w;\n    } else {\n"
+                 "      for (int l = 0; l < " + per + " && i0 + l < g.n; ++l) o[i0 + l] = w.e[l];\n    }\n  }\n}\n");
 }
 
 }  // namespace bronze::cuda

@@ -24,21 +24,25 @@ Geometry geometry(const std::vector<const runtime::View*>& views);
 
 class KernelCache {
  public:
-  explicit KernelCache(int arch) : arch_(arch) {}
+  // grid_blocks: the blocks of 256 threads a 1-D launch uses at most.
+  KernelCache(int arch, long long grid_blocks) : arch_(arch), grid_blocks_(grid_blocks) {}
   int arch() const { return arch_; }
   // The function "k" of `source`; the device's context must be current.
   CUfunction get(const std::string& source, bool exact_fp = false);
+  // Launches f over n work items (threads of its grid-stride loop).
+  void launch_1d(CUfunction f, long long n, CUstream s, void** args) const;
 
  private:
   int arch_;
+  long long grid_blocks_;
   std::mutex mu_;
   std::map<std::string, CUfunction> fns_;
 };
 
-void launch_1d(CUfunction f, long long n, CUstream s, void** args);
-
 std::string copy_source(DType dst, DType src);
-std::string binary_source(DType t, runtime::BinaryOp op, bool scalar_operand);
+// vectorized: every operand contiguous and 16-byte aligned (128-bit accesses).
+std::string binary_source(DType t, runtime::BinaryOp op, bool scalar_operand, bool vectorized);
+std::string fill64_source();  // 8-byte pattern fill of a contiguous buffer
 std::string arange_source(DType t);
 std::string random_source(DType t, runtime::RandomKind kind, bool wide);
 
