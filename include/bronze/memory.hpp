@@ -36,6 +36,9 @@ double get_per_process_memory_fraction(std::optional<Device> d = std::nullopt);
 // Returns cached blocks no tensor uses to the driver (waits for the device).
 void empty_cache(std::optional<Device> d = std::nullopt);
 MemoryStats memory_stats(std::optional<Device> d = std::nullopt);
+// The host-visible pool's figures (on CPU devices the same pool as above).
+// empty_cache() empties both pools.
+MemoryStats host_visible_memory_stats(std::optional<Device> d = std::nullopt);
 void reset_peak_memory_stats(std::optional<Device> d = std::nullopt);
 
 }  // namespace bronze

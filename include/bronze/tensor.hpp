@@ -34,6 +34,9 @@ class Tensor {
   std::size_t nbytes() const { return static_cast<std::size_t>(numel()) * element_size(); }
   std::int64_t storage_offset() const { return offset_; }
   bool is_contiguous() const;
+  // The host reads and writes its memory directly (every CPU tensor; CUDA
+  // tensors made with host_visible = true, in pinned mapped host memory).
+  bool is_host_visible() const;
   // Address of element 0 on the device. Reading it from the host is valid only
   // for host-visible devices and after the producing work finished.
   void* data_ptr() const;
@@ -77,8 +80,11 @@ class Tensor {
   DType dtype_ = DType::Float32;
 };
 
-// Creation (device: the current device when not given).
-Tensor empty(const Shape& shape, DType dtype = DType::Float32, std::optional<Device> d = std::nullopt);
+// Creation (device: the current device when not given). host_visible: on
+// CUDA, pinned host memory mapped into the device (kernels use it in place
+// over the bus; host_alias views it without a copy), from its own pool.
+Tensor empty(const Shape& shape, DType dtype = DType::Float32, std::optional<Device> d = std::nullopt,
+             bool host_visible = false);
 Tensor zeros(const Shape& shape, DType dtype = DType::Float32, std::optional<Device> d = std::nullopt);
 Tensor ones(const Shape& shape, DType dtype = DType::Float32, std::optional<Device> d = std::nullopt);
 Tensor full(const Shape& shape, Scalar value, DType dtype = DType::Float32,

@@ -36,6 +36,7 @@ from ._C import (  # noqa: F401  (re-exported API)
     empty_cache,
     get_device_properties,
     get_per_process_memory_fraction,
+    host_visible_memory_stats,
     initial_seed,
     is_available,
     manual_seed,

@@ -177,11 +177,14 @@ def from_dlpack(obj):
 def host_alias(t):
     """A NumPy array over the tensor's memory (zero copy) after its producers finished.
 
-    Valid for host-visible memory: every CPU tensor. Writes through the alias
-    are seen by later device work.
+    Valid for host-visible memory: every CPU tensor, and CUDA tensors made
+    with ``empty(..., host_visible=True)`` (pinned host memory mapped into the
+    GPU). Waits for the tensor's device first; writes through the alias are
+    seen by later device work.
     """
     if not isinstance(t, Tensor):
         raise TypeError(f"host_alias needs a bronze.Tensor, got {type(t).__name__}")
-    if not _C.get_device_properties(t.device).host_visible:
-        raise ValueError(f"memory of {t.device} is not host-visible; copy with .cpu() instead")
+    if not t.is_host_visible():
+        raise ValueError(f"this {t.device} tensor is in device memory, not host-visible: allocate it with "
+                         "empty(..., host_visible=True), or copy with .cpu()")
     return _np.asarray(t)

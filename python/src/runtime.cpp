@@ -117,6 +117,8 @@ void bind_runtime(nb::module_& m) {
   m.def("get_per_process_memory_fraction", &get_per_process_memory_fraction, nb::arg("device") = nb::none());
   m.def("empty_cache", &empty_cache, nb::arg("device") = nb::none(), release_gil());
   m.def("memory_stats", [](OptDevice d) { return stats_dict(memory_stats(d)); }, nb::arg("device") = nb::none());
+  m.def("host_visible_memory_stats", [](OptDevice d) { return stats_dict(host_visible_memory_stats(d)); },
+        nb::arg("device") = nb::none());
   m.def("reset_peak_memory_stats", &reset_peak_memory_stats, nb::arg("device") = nb::none());
 
   m.def("manual_seed", &manual_seed, nb::arg("seed"));

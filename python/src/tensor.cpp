@@ -163,8 +163,10 @@ nb::dict interface_dict(const Tensor& t) {
 }
 
 nb::dict array_interface(const Tensor& t) {
-  if (t.device().type != DeviceType::CPU)
-    throw nb::attribute_error("__array_interface__ is only offered by CPU tensors; use .cpu() first");
+  if (!t.is_host_visible())
+    throw nb::attribute_error(
+        "__array_interface__ is only offered by host-visible tensors (CPU, or CUDA with host_visible=True); "
+        "use .cpu() first");
   {
     nb::gil_scoped_release g;
     synchronize(t.device());
@@ -227,6 +229,7 @@ void bind_tensor(nb::module_& m) {
       .def_prop_ro("nbytes", &Tensor::nbytes)
       .def("element_size", &Tensor::element_size)
       .def("is_contiguous", &Tensor::is_contiguous)
+      .def("is_host_visible", &Tensor::is_host_visible)
       .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<std::uintptr_t>(t.data_ptr()); })
       .def("storage_offset", &Tensor::storage_offset)
       .def("reshape", [](const Tensor& t, const Shape& s) { return t.reshape(s); }, nb::arg("shape"))
@@ -285,7 +288,7 @@ void bind_tensor(nb::module_& m) {
   m.def("mm", &mm, nb::arg("a"), nb::arg("b"));
   // empty(*size, dtype=None, device=None) parsed here: it is the allocation
   // hot path, and a Python wrapper would triple its cost.
-  m.def("empty", [](nb::args size, nb::handle dtype, std::optional<Device> device) {
+  m.def("empty", [](nb::args size, nb::handle dtype, std::optional<Device> device, bool host_visible) {
     nb::handle dims = size;
     if (size.size() == 1 && (PyTuple_Check(size[0].ptr()) || PyList_Check(size[0].ptr()))) dims = size[0];
     Shape shape;
@@ -299,9 +302,11 @@ void bind_tensor(nb::module_& m) {
       static nb::handle as_dtype = nb::object(nb::module_::import_("bronze._tensor").attr("as_dtype")).release();
       t = nb::isinstance<DType>(dtype) ? nb::cast<DType>(dtype) : nb::cast<DType>(as_dtype(dtype));
     }
-    return empty(shape, t, device);
-  }, nb::arg("size"), nb::kw_only(), nb::arg("dtype") = nb::none(), nb::arg("device") = nb::none());
-  m.def("_empty", &empty, nb::arg("shape"), nb::arg("dtype"), nb::arg("device") = nb::none());
+    return empty(shape, t, device, host_visible);
+  }, nb::arg("size"), nb::kw_only(), nb::arg("dtype") = nb::none(), nb::arg("device") = nb::none(),
+     nb::arg("host_visible") = false);
+  m.def("_empty", &empty, nb::arg("shape"), nb::arg("dtype"), nb::arg("device") = nb::none(),
+        nb::arg("host_visible") = false);
   m.def("_full", [](const Shape& s, double v, DType t, OptDevice d) { return full(s, v, t, d); });
   m.def("_full", [](const Shape& s, std::int64_t v, DType t, OptDevice d) { return full(s, v, t, d); });
   m.def("_arange", &arange);

@@ -23,8 +23,15 @@ void set_per_process_memory_fraction(double fraction, std::optional<Device> d) {
   alloc(d).set_memory_fraction(fraction);
 }
 double get_per_process_memory_fraction(std::optional<Device> d) { return alloc(d).memory_fraction(); }
-void empty_cache(std::optional<Device> d) { alloc(d).empty_cache(); }
+void empty_cache(std::optional<Device> d) {
+  auto& dev = runtime::device_impl(runtime::resolve(d));
+  dev.allocator().empty_cache();
+  if (&dev.host_visible_allocator() != &dev.allocator()) dev.host_visible_allocator().empty_cache();
+}
 MemoryStats memory_stats(std::optional<Device> d) { return alloc(d).stats(); }
+MemoryStats host_visible_memory_stats(std::optional<Device> d) {
+  return runtime::device_impl(runtime::resolve(d)).host_visible_allocator().stats();
+}
 void reset_peak_memory_stats(std::optional<Device> d) { alloc(d).reset_peak_stats(); }
 
 }  // namespace bronze

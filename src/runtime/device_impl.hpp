@@ -69,6 +69,9 @@ class DeviceImpl {
   virtual Device device() const = 0;
   virtual DeviceProperties properties() = 0;
   virtual CachingAllocator& allocator() = 0;
+  // Memory the host reads and writes directly and kernels use in place: on
+  // CUDA pinned, mapped host memory (its own pool); on the CPU allocator().
+  virtual CachingAllocator& host_visible_allocator() = 0;
   Generator& generator() { return generator_; }
 
   virtual std::shared_ptr<StreamImpl> default_stream() = 0;

@@ -16,6 +16,7 @@ struct StorageImpl {
   std::size_t nbytes = 0;
   runtime::CachingAllocator* allocator = nullptr;  // set with block
   runtime::Block* block = nullptr;
+  bool host_visible = false;  // the host may read and write `data` directly
   std::function<void()> release;  // external owner
 
   StorageImpl() = default;
@@ -35,7 +36,8 @@ inline std::shared_ptr<void> queued_use(const std::shared_ptr<StorageImpl>& s) {
   return s && s->release ? std::shared_ptr<void>(s) : nullptr;
 }
 
-// New storage of `nbytes` on `d`, ordered on the device's current stream.
-std::shared_ptr<StorageImpl> allocate_storage(const Device& d, std::size_t nbytes);
+// New storage of `nbytes` on `d`, ordered on the device's current stream;
+// from the device's host-visible pool when asked.
+std::shared_ptr<StorageImpl> allocate_storage(const Device& d, std::size_t nbytes, bool host_visible = false);
 
 }  // namespace bronze

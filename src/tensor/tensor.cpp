@@ -14,14 +14,15 @@ namespace bronze {
 
 Shape contiguous_strides(const Shape& shape) { return runtime::contiguous_strides(shape); }
 
-std::shared_ptr<StorageImpl> allocate_storage(const Device& d, std::size_t nbytes) {
+std::shared_ptr<StorageImpl> allocate_storage(const Device& d, std::size_t nbytes, bool host_visible) {
   auto& dev = runtime::device_impl(d);
   auto s = std::make_shared<StorageImpl>();
   s->device = d;
   s->nbytes = nbytes;
+  s->host_visible = host_visible || d.type == DeviceType::CPU;
   if (nbytes > 0) {
-    s->allocator = &dev.allocator();
-    s->block = dev.allocator().allocate(nbytes, *runtime::current_stream(d));
+    s->allocator = host_visible ? &dev.host_visible_allocator() : &dev.allocator();
+    s->block = s->allocator->allocate(nbytes, *runtime::current_stream(d));
     s->data = runtime::CachingAllocator::block_ptr(s->block);
   }
   return s;
@@ -39,6 +40,11 @@ Device Tensor::device() const {
 
 std::int64_t Tensor::numel() const {
   return std::accumulate(shape_.begin(), shape_.end(), std::int64_t{1}, std::multiplies<>());
+}
+
+bool Tensor::is_host_visible() const {
+  if (!storage_) throw Error("tensor is undefined");
+  return storage_->host_visible;
 }
 
 bool Tensor::is_contiguous() const { return detail::view_of(*this).contiguous(); }
@@ -212,12 +218,12 @@ double Tensor::item() const {
 
 // ---- creation ----
 
-Tensor empty(const Shape& shape, DType dtype, std::optional<Device> d) {
+Tensor empty(const Shape& shape, DType dtype, std::optional<Device> d, bool host_visible) {
   for (auto s : shape)
     if (s < 0) throw ValueError("negative dimension " + std::to_string(s) + " in shape " + detail::shape_str(shape));
   Device dev = runtime::resolve(d);
   std::int64_t n = std::accumulate(shape.begin(), shape.end(), std::int64_t{1}, std::multiplies<>());
-  auto storage = allocate_storage(dev, static_cast<std::size_t>(n) * element_size(dtype));
+  auto storage = allocate_storage(dev, static_cast<std::size_t>(n) * element_size(dtype), host_visible);
   return Tensor(std::move(storage), 0, shape, contiguous_strides(shape), dtype);
 }
 
@@ -270,6 +276,7 @@ Tensor from_blob(void* data, const Shape& shape, const Shape& strides, DType dty
   s->device = d;
   s->data = data;
   s->nbytes = static_cast<std::size_t>(span) * element_size(dtype);
+  s->host_visible = d.type == DeviceType::CPU;  // foreign CUDA memory: not known to be mapped
   s->release = std::move(owner_release);
   return Tensor(std::move(s), 0, shape, st, dtype);
 }

@@ -7,6 +7,7 @@
 
 #include "backends/cpu/cpu_device.hpp"
 #include "backends/cpu/cpu_stream.hpp"
+#include "runtime/host_memory.hpp"
 #include "bronze/bronze.hpp"
 
 using namespace std::chrono_literals;
@@ -145,9 +146,9 @@ TEST(Device, RecommendedMemoryHonoursCgroupLimits) {
   std::string meminfo = write("meminfo", "MemTotal:       16384000 kB\nMemFree:        1000 kB\n");
   std::string v2 = write("memory.max", "4294967296\n");
   std::string unlimited = write("memory.max.unlimited", "max\n");
-  EXPECT_EQ(bronze::cpu::memory_limit_from(meminfo, {}), 16384000ull * 1024);
-  EXPECT_EQ(bronze::cpu::memory_limit_from(meminfo, {v2}), 4294967296ull);
-  EXPECT_EQ(bronze::cpu::memory_limit_from(meminfo, {unlimited, dir + "/missing"}), 16384000ull * 1024);
+  EXPECT_EQ(bronze::runtime::memory_limit_from(meminfo, {}), 16384000ull * 1024);
+  EXPECT_EQ(bronze::runtime::memory_limit_from(meminfo, {v2}), 4294967296ull);
+  EXPECT_EQ(bronze::runtime::memory_limit_from(meminfo, {unlimited, dir + "/missing"}), 16384000ull * 1024);
   EXPECT_EQ(bronze::get_device_properties(bronze::Device()).recommended_max_memory,
-            bronze::cpu::host_memory_limit());
+            bronze::runtime::host_memory_limit());
 }

@@ -58,6 +58,34 @@ def test_memory_figures_and_limit():
         bronze.set_per_process_memory_fraction(0.0, CUDA)
 
 
+def test_host_visible_memory_is_pinned_mapped_and_aliased():
+    gc.collect()
+    bronze.synchronize(CUDA)
+    before, device_before = bronze.host_visible_memory_stats(CUDA), bronze.current_allocated_memory(CUDA)
+    t = bronze.empty(1000, device=CUDA, host_visible=True)
+    assert t.is_host_visible() and str(t.device) == CUDA
+    assert not bronze.empty(4, device=CUDA).is_host_visible()
+    hv = bronze.host_visible_memory_stats(CUDA)
+    assert hv["allocated_bytes.current"] == before["allocated_bytes.current"] + 4096
+    assert bronze.current_allocated_memory(CUDA) == device_before  # not device memory
+    t.fill_(3.0)  # the GPU writes host memory
+    alias = bronze.host_alias(t)  # waits for the fill, then views it in place
+    assert alias.ctypes.data == t.data_ptr() and (alias == 3.0).all()
+    alias[:10] = 7.0  # the host writes; the GPU reads it in place
+    lib = bronze.compile_shader(SEED, device=CUDA)
+    y = t + bronze.ones(1000, device=CUDA)
+    assert y.numpy()[:11].tolist() == [8.0] * 10 + [4.0]
+    lib.full(t, 1.5)  # a kernel argument in host-visible memory
+    assert (bronze.host_alias(t) == 1.5).all()
+    with pytest.raises(ValueError, match="host_visible=True"):
+        bronze.host_alias(bronze.empty(4, device=CUDA))
+    del t, alias
+    gc.collect()
+    assert bronze.host_visible_memory_stats(CUDA)["allocated_bytes.current"] == before["allocated_bytes.current"]
+    bronze.empty_cache(CUDA)
+    assert bronze.host_visible_memory_stats(CUDA)["reserved_bytes.current"] == 0
+
+
 def test_streams_and_timing_events():
     s = bronze.Stream(CUDA)
     a, b = bronze.Event(enable_timing=True), bronze.Event(enable_timing=True)
@@ -294,3 +322,30 @@ def test_profiler_intervals_come_from_the_gpu_timeline(tmp_path):
     names = [e["name"] for e in events]
     assert names.index("full") < names.index("fill") < names.index("add")  # GPU order, the CPU's op names
     assert y.numpy()[0] == 4.0
+
+
+@pytest.mark.skipif(bronze.device_count("cuda") < 2, reason="needs two GPUs (the nvidia-h200-x2 machine)")
+def test_two_devices_have_their_own_allocator_generator_and_streams():
+    d0, d1 = "cuda:0", "cuda:1"
+    gc.collect()
+    base0 = bronze.current_allocated_memory(d0)
+    x = bronze.full((1 << 20,), 2.0, device=d1)
+    assert str(x.device) == d1
+    assert bronze.current_allocated_memory(d0) == base0 and bronze.current_allocated_memory(d1) >= 4 << 20
+    s = bronze.Stream(d1)
+    with bronze.stream(s):
+        y = x * 3
+    s.synchronize()
+    assert y.to(d0).numpy()[0] == 6.0  # across devices
+    bronze.manual_seed(3)
+    a = bronze.randn(1000, device=d0).numpy()
+    bronze.manual_seed(3)
+    bronze.rand(10, device=d1)  # advances cuda:1's generator only
+    assert (bronze.randn(1000, device=d0).numpy() == a).all()
+    bronze.manual_seed(3)
+    assert (bronze.randn(1000, device=d1).numpy() == a).all()
+    lib = bronze.compile_shader(SEED, device=d1)
+    lib.full(x, 1.0)
+    assert float(x.numpy()[-1]) == 1.0
+    torch = pytest.importorskip("torch")
+    assert str(bronze.from_dlpack(torch.ones(3, device="cuda:1")).device) == d1

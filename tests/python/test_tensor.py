@@ -68,6 +68,8 @@ def test_numpy_interop_zero_copy():
     alias[0, 0] = 9
     assert t.numpy()[0, 0] == 9
     assert bronze._host_alias_storage is bronze.host_alias
+    assert t.is_host_visible() and bronze.empty(3, host_visible=True).is_host_visible()
+    assert bronze.host_visible_memory_stats("cpu") == bronze.memory_stats("cpu")  # one pool on the CPU
     ro = np.arange(4, dtype=np.float32)
     ro.setflags(write=False)
     c = bronze.asarray(ro)  # read-only arrays are copied, never written

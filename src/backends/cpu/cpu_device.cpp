@@ -12,21 +12,11 @@
 #include "backends/cpu/cpu_stream.hpp"
 #include "backends/cpu/thread_pool.hpp"
 #include "bronze/error.hpp"
+#include "runtime/host_memory.hpp"
 #include "runtime/stream_set.hpp"
 
 namespace bronze::cpu {
 namespace {
-
-std::size_t read_number(const char* path) {
-  std::ifstream f(path);
-  std::string s;
-  if (!(f >> s) || s == "max") return 0;
-  try {
-    return static_cast<std::size_t>(std::stoull(s));
-  } catch (...) {
-    return 0;
-  }
-}
 
 std::string cpu_model() {
   std::ifstream f("/proc/cpuinfo");
@@ -43,7 +33,7 @@ std::string cpu_model() {
 class CpuDevice final : public runtime::DeviceImpl {
  public:
   CpuDevice()
-      : allocator_("cpu:0", host_memory_limit(),
+      : allocator_("cpu:0", runtime::host_memory_limit(),
                    runtime::AllocatorHooks{
                        [](std::size_t n) -> void* {
                          void* p = nullptr;
@@ -64,7 +54,7 @@ class CpuDevice final : public runtime::DeviceImpl {
     DeviceProperties p;
     p.name = cpu_model();
     p.device = device();
-    p.total_memory = host_memory_limit();
+    p.total_memory = runtime::host_memory_limit();
     p.recommended_max_memory = allocator_.recommended_max();
     p.multiprocessor_count = ThreadPool::instance().size();
     p.max_threads_per_threadgroup = 1024;
@@ -74,6 +64,7 @@ class CpuDevice final : public runtime::DeviceImpl {
   }
 
   runtime::CachingAllocator& allocator() override { return allocator_; }
+  runtime::CachingAllocator& host_visible_allocator() override { return allocator_; }
 
   std::shared_ptr<runtime::StreamImpl> default_stream() override {
     std::lock_guard<std::mutex> g(mu_);
@@ -151,30 +142,6 @@ class CpuDevice final : public runtime::DeviceImpl {
 };
 
 }  // namespace
-
-std::size_t host_memory_limit() {
-  return memory_limit_from("/proc/meminfo",
-                           {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"});
-}
-
-std::size_t memory_limit_from(const std::string& meminfo, const std::vector<std::string>& cgroup_limits) {
-  std::size_t total = 0;
-  std::ifstream f(meminfo);
-  std::string key;
-  std::size_t kb;
-  while (f >> key >> kb) {
-    if (key == "MemTotal:") {
-      total = kb * 1024;
-      break;
-    }
-    f.ignore(256, '\n');
-  }
-  for (const std::string& p : cgroup_limits) {
-    std::size_t lim = read_number(p.c_str());
-    if (lim > 0 && (total == 0 || lim < total)) total = lim;
-  }
-  return total;
-}
 
 std::unique_ptr<runtime::DeviceImpl> make_device() { return std::make_unique<CpuDevice>(); }
 

@@ -10,6 +10,7 @@
 #include "backends/cuda/op_timer.hpp"
 #include "bronze/error.hpp"
 #include "runtime/dtype_dispatch.hpp"
+#include "runtime/host_memory.hpp"
 #include "runtime/stream_set.hpp"
 
 namespace bronze::cuda {
@@ -149,11 +150,30 @@ class CudaDevice final : public runtime::DeviceImpl {
                          driver()->cuMemFree(dptr(p));
                        },
                        [this] { synchronize(); },
-                       [this](runtime::StreamImpl& s) {
-                         auto e = std::make_unique<CudaEvent>(ctx_, false);
-                         e->record(s);
-                         return std::unique_ptr<runtime::EventImpl>(std::move(e));
-                       }}) {}
+                       [this](runtime::StreamImpl& s) { return marker(s); }}),
+        // Pinned and mapped into every context; with unified addressing the
+        // device address is the host address, so kernels take it as is.
+        host_allocator_("cuda:" + std::to_string(index) + " host-visible", runtime::host_memory_limit(),
+                        runtime::AllocatorHooks{
+                            [this](std::size_t n) -> void* {
+                              ctx_.make_current();
+                              void* p = nullptr;
+                              if (driver()->cuMemHostAlloc(&p, n, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP) !=
+                                  CUDA_SUCCESS)
+                                return nullptr;
+                              CUdeviceptr dp = 0;
+                              if (driver()->cuMemHostGetDevicePointer(&dp, p, 0) != CUDA_SUCCESS || dp != dptr(p)) {
+                                driver()->cuMemFreeHost(p);
+                                throw NotSupportedError("host-visible memory needs unified addressing on this device");
+                              }
+                              return p;
+                            },
+                            [this](void* p) {
+                              ctx_.make_current();
+                              driver()->cuMemFreeHost(p);
+                            },
+                            [this] { synchronize(); },
+                            [this](runtime::StreamImpl& s) { return marker(s); }}) {}
 
   Device device() const override { return Device(DeviceType::CUDA, index_); }
 
@@ -174,6 +194,7 @@ class CudaDevice final : public runtime::DeviceImpl {
   }
 
   runtime::CachingAllocator& allocator() override { return allocator_; }
+  runtime::CachingAllocator& host_visible_allocator() override { return host_allocator_; }
 
   std::shared_ptr<runtime::StreamImpl> default_stream() override {
     std::lock_guard<std::mutex> g(mu_);
@@ -330,6 +351,12 @@ class CudaDevice final : public runtime::DeviceImpl {
     return blocks > 0 ? blocks : 65536;
   }
 
+  std::unique_ptr<runtime::EventImpl> marker(runtime::StreamImpl& s) {
+    auto e = std::make_unique<CudaEvent>(ctx_, false);
+    e->record(s);
+    return e;
+  }
+
   static int arch_of(const Context& ctx) {
     int major = 0, minor = 0;
     driver()->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, ctx.device());
@@ -346,6 +373,7 @@ class CudaDevice final : public runtime::DeviceImpl {
   int index_;
   Context ctx_;
   runtime::CachingAllocator allocator_;
+  runtime::CachingAllocator host_allocator_;
   KernelCache kernels_{arch_of(ctx_), grid_blocks_of(ctx_)};
   Timeline timeline_{"cuda:" + std::to_string(index_), [this] { ctx_.make_current(); }};
   std::mutex mu_;  // guards default_

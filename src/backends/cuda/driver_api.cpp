@@ -50,6 +50,9 @@ const Loaded& loaded() {
     sym(h, d.cuMemGetInfo, "cuMemGetInfo_v2", missing);
     sym(h, d.cuMemAlloc, "cuMemAlloc_v2", missing);
     sym(h, d.cuMemFree, "cuMemFree_v2", missing);
+    sym(h, d.cuMemHostAlloc, "cuMemHostAlloc", missing);
+    sym(h, d.cuMemFreeHost, "cuMemFreeHost", missing);
+    sym(h, d.cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2", missing);
     sym(h, d.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", missing);
     sym(h, d.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", missing);
     sym(h, d.cuMemcpyDtoH, "cuMemcpyDtoH_v2", missing);

@@ -31,6 +31,8 @@ constexpr int CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1;
 constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
 constexpr int CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97;
 constexpr unsigned CU_STREAM_NON_BLOCKING = 1;
+constexpr unsigned CU_MEMHOSTALLOC_PORTABLE = 1;
+constexpr unsigned CU_MEMHOSTALLOC_DEVICEMAP = 2;
 constexpr unsigned CU_EVENT_DEFAULT = 0;
 constexpr unsigned CU_EVENT_DISABLE_TIMING = 2;
 
@@ -49,6 +51,9 @@ struct Driver {
   CUresult (*cuMemGetInfo)(std::size_t*, std::size_t*);
   CUresult (*cuMemAlloc)(CUdeviceptr*, std::size_t);
   CUresult (*cuMemFree)(CUdeviceptr);
+  CUresult (*cuMemHostAlloc)(void**, std::size_t, unsigned);
+  CUresult (*cuMemFreeHost)(void*);
+  CUresult (*cuMemHostGetDevicePointer)(CUdeviceptr*, void*, unsigned);
   CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void*, std::size_t, CUstream);
   CUresult (*cuMemcpyDtoHAsync)(void*, CUdeviceptr, std::size_t, CUstream);
   CUresult (*cuMemcpyDtoH)(void*, CUdeviceptr, std::size_t);
