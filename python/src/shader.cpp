@@ -127,13 +127,14 @@ void bind_shader(nb::module_& m) {
         ki.check_arity(args.size());
         DispatchOptions opt;
         for (auto [key, value] : kwargs) {
-          std::string name = nb::cast<std::string>(key);
+          // Compared in place (no std::string per keyword: this is the launch hot path).
+          auto is = [&](const char* name) { return PyUnicode_CompareWithASCIIString(key.ptr(), name) == 0; };
           if (value.is_none()) continue;
-          if (name == "threads") opt.threads = to_dim3(value, "threads");
-          else if (name == "group_size") opt.group_size = to_dim3(value, "group_size");
-          else if (name == "stream") opt.stream = nb::cast<Stream>(value);
-          else if (name == "threadgroup_memory") opt.threadgroup_memory = nb::cast<std::vector<std::uint64_t>>(value);
-          else throw TypeError("kernel call got an unexpected keyword argument '" + name + "'");
+          if (is("threads")) opt.threads = to_dim3(value, "threads");
+          else if (is("group_size")) opt.group_size = to_dim3(value, "group_size");
+          else if (is("stream")) opt.stream = nb::cast<Stream>(value);
+          else if (is("threadgroup_memory")) opt.threadgroup_memory = nb::cast<std::vector<std::uint64_t>>(value);
+          else throw TypeError("kernel call got an unexpected keyword argument '" + nb::cast<std::string>(key) + "'");
         }
         // Looked up once; the module lives as long as the interpreter.
         static nb::handle from_array = nb::object(nb::module_::import_("bronze._C").attr("_from_array")).release();

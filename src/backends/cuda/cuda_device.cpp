@@ -294,7 +294,7 @@ class CudaDevice final : public runtime::DeviceImpl {
     void* args[] = {&o, &seed, &base, &a, &b, &low, &high, &g};
     // Exact floating point (no FMA contraction): the CPU's numbers, bit for bit.
     kernels_.launch_1d(kernels_.get(random_source(out.dtype, p.kind, wide), true), (g.n + (wide ? 1 : 3)) / (wide ? 2 : 4),
-              cs(s).handle(), args);
+                       cs(s).handle(), args, kernels_.resident_blocks());
   }
   void matmul(runtime::StreamImpl& s, const runtime::View& out, const runtime::View& a,
               const runtime::View& b) override {
@@ -341,9 +341,8 @@ class CudaDevice final : public runtime::DeviceImpl {
               cs(s).handle(), args);
   }
 
-  // Two waves of resident 256-thread blocks: a grid-stride loop over them
-  // beats one block per 256 items (Philox bits: 69 us vs 91 us for 64M floats).
-  static long long grid_blocks_of(const Context& ctx) {
+  // Two waves of resident 256-thread blocks.
+  static long long resident_blocks_of(const Context& ctx) {
     int sms = 0, per_sm = 0;
     driver()->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, ctx.device());
     driver()->cuDeviceGetAttribute(&per_sm, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, ctx.device());
@@ -374,7 +373,7 @@ class CudaDevice final : public runtime::DeviceImpl {
   Context ctx_;
   runtime::CachingAllocator allocator_;
   runtime::CachingAllocator host_allocator_;
-  KernelCache kernels_{arch_of(ctx_), grid_blocks_of(ctx_)};
+  KernelCache kernels_{arch_of(ctx_), resident_blocks_of(ctx_)};
   Timeline timeline_{"cuda:" + std::to_string(index_), [this] { ctx_.make_current(); }};
   std::mutex mu_;  // guards default_
   std::shared_ptr<CudaStream> default_;

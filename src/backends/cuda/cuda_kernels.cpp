@@ -120,10 +120,10 @@ CUfunction KernelCache::get(const std::string& source, bool exact_fp) {
   return f;
 }
 
-void KernelCache::launch_1d(CUfunction f, long long n, CUstream s, void** args) const {
+void KernelCache::launch_1d(CUfunction f, long long n, CUstream s, void** args, long long max_blocks) const {
   const unsigned threads = 256;
   long long blocks = (n + threads - 1) / threads;
-  if (blocks > grid_blocks_) blocks = grid_blocks_;  // grid-stride loops cover the rest
+  if (blocks > max_blocks) blocks = max_blocks;  // grid-stride loops cover the rest
   if (blocks < 1) blocks = 1;
   check(driver()->cuLaunchKernel(f, static_cast<unsigned>(blocks), 1, 1, threads, 1, 1, 0, s, args, nullptr),
         "cuLaunchKernel");

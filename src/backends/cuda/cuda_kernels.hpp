@@ -24,17 +24,21 @@ Geometry geometry(const std::vector<const runtime::View*>& views);
 
 class KernelCache {
  public:
-  // grid_blocks: the blocks of 256 threads a 1-D launch uses at most.
-  KernelCache(int arch, long long grid_blocks) : arch_(arch), grid_blocks_(grid_blocks) {}
+  // resident_blocks: 256-thread blocks for a compute-bound grid-stride loop.
+  KernelCache(int arch, long long resident_blocks) : arch_(arch), resident_blocks_(resident_blocks) {}
   int arch() const { return arch_; }
+  long long resident_blocks() const { return resident_blocks_; }
   // The function "k" of `source`; the device's context must be current.
   CUfunction get(const std::string& source, bool exact_fp = false);
-  // Launches f over n work items (threads of its grid-stride loop).
-  void launch_1d(CUfunction f, long long n, CUstream s, void** args) const;
+  // Launches f over n work items (threads of its grid-stride loop) in at
+  // most max_blocks blocks of 256. Memory-bound kernels stream best with a
+  // block per 256 items (a + b: 4110 GB/s vs 3854 with resident_blocks());
+  // compute-bound ones with resident_blocks() (Philox: 69 us vs 91 us).
+  void launch_1d(CUfunction f, long long n, CUstream s, void** args, long long max_blocks = 65536) const;
 
  private:
   int arch_;
-  long long grid_blocks_;
+  long long resident_blocks_;
   std::mutex mu_;
   std::map<std::string, CUfunction> fns_;
 };
