@@ -117,6 +117,23 @@ def bench_compile(quick):
     row("compile_shader hot (in-process)", hot * 1e6, warm * 1e6, "warm compile", "us")
 
 
+def bench_random(quick):
+    """Philox normals (bit-identical to the CUDA backend's) against NumPy's PCG64 + ziggurat."""
+    n = (1 << 22) if quick else (1 << 24)
+    gen = np.random.default_rng(0)
+    bronze.randn(n)
+    bronze.synchronize()
+
+    def ours():
+        bronze.randn(n)
+        bronze.synchronize()
+
+    t_ours = best(ours)
+    t_np = best(lambda: gen.standard_normal(n, dtype=np.float32))
+    gbs = lambda t: 4 * n / t / 1e9
+    row(f"randn {n >> 20}M float32", gbs(t_ours), gbs(t_np), "np.random standard_normal", "GB/s", higher_is_better=True)
+
+
 def bench_throughput(lib, quick, cl):
     n = (1 << 22) if quick else (1 << 24)
     xs = np.random.default_rng(0).random(n, dtype=np.float32)
@@ -215,6 +232,7 @@ def main():
     bench_launch(lib, args.quick)
     bench_compile(args.quick)
     bench_throughput(lib, args.quick, cl)
+    bench_random(args.quick)
 
     print(f"\nbronze {bronze.__version__} on {bronze.get_device_properties().name}, "
           f"{bronze.get_device_properties().multi_processor_count} threads")

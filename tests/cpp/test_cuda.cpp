@@ -51,6 +51,30 @@ TEST(Cuda, HostRoundTripAndFill) {
   for (std::size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], ref[i], 1e-3 * std::abs(ref[i]) + 1e-3);
 }
 
+TEST(Cuda, HostVisibleMemoryIsMappedAndPooledApart) {
+  REQUIRE_CUDA();
+  bronze::synchronize(kCuda);
+  const auto device_base = bronze::current_allocated_memory(kCuda);
+  const auto host_base = bronze::host_visible_memory_stats(kCuda).allocated_bytes;
+  {
+    auto t = bronze::empty({256}, bronze::DType::Float32, kCuda, /*host_visible=*/true);
+    EXPECT_TRUE(t.is_host_visible());
+    EXPECT_FALSE(bronze::empty({4}, bronze::DType::Float32, kCuda).is_host_visible());
+    EXPECT_EQ(bronze::host_visible_memory_stats(kCuda).allocated_bytes, host_base + 1024);
+    EXPECT_EQ(bronze::current_allocated_memory(kCuda), device_base);
+    t.fill_(5.0);
+    bronze::synchronize(kCuda);
+    auto* p = static_cast<float*>(t.data_ptr());  // the host reads what the GPU wrote, in place
+    EXPECT_EQ(p[0], 5.0f);
+    EXPECT_EQ(p[255], 5.0f);
+    p[3] = -1.0f;
+    auto sum = bronze::add(t, 1.0).to_double_vector();  // and the GPU reads what the host wrote
+    EXPECT_EQ(sum[3], 0.0);
+    EXPECT_EQ(sum[4], 6.0);
+  }
+  EXPECT_EQ(bronze::host_visible_memory_stats(kCuda).allocated_bytes, host_base);
+}
+
 TEST(Cuda, EventsTimeStreamWork) {
   REQUIRE_CUDA();
   bronze::Stream s(kCuda);
