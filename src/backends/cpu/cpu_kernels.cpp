@@ -208,8 +208,8 @@ void random(const View& out, const runtime::RandomParams& p) {
               float f[4];
               philox::normal_pair_f32(r.v[0], r.v[1], &f[0], &f[1]);
               philox::normal_pair_f32(r.v[2], r.v[3], &f[2], &f[3]);
-              const float a = static_cast<float>(p.a), b = static_cast<float>(p.b);
-              for (std::int64_t l = 0; l < count; ++l) dst[l] = convert<T>(static_cast<double>(a + b * f[l]));
+              const float mean = static_cast<float>(p.a), stddev = static_cast<float>(p.b);
+              for (std::int64_t l = 0; l < count; ++l) dst[l] = convert<T>(static_cast<double>(mean + stddev * f[l]));
             }
             break;
           case runtime::RandomKind::Int: {

@@ -338,7 +338,7 @@ class CudaDevice final : public runtime::DeviceImpl {
     void* args[] = {&o, &x, &y, &yf, &yi, &g};
     const std::int64_t per_thread = vec ? 16 / static_cast<std::int64_t>(element_size(out.dtype)) : 1;
     kernels_.launch_1d(kernels_.get(binary_source(out.dtype, op, b == nullptr, vec)), (g.n + per_thread - 1) / per_thread,
-              cs(s).handle(), args);
+                       cs(s).handle(), args);
   }
 
   // Two waves of resident 256-thread blocks.
