@@ -147,10 +147,17 @@ void bind_shader(nb::module_& m) {
       })
       .def("__repr__", [](const Kernel& k) { return "<bronze.Kernel '" + k.name() + "'>"; });
 
-  nb::class_<Library>(m, "Library", "Kernels compiled from one shader source; kernels are attributes.")
-      .def("__getattr__", [](const Library& lib, const std::string& name) {
+  // dynamic_attr: a kernel found by __getattr__ is kept in the instance's
+  // __dict__, so the next lib.k is an ordinary attribute hit; the failed
+  // lookup, the call to __getattr__ and a new Kernel object cost 1.3 us of
+  // a 2.5 us lib.k(x, 1.0) otherwise.
+  nb::class_<Library>(m, "Library", "Kernels compiled from one shader source; kernels are attributes.",
+                      nb::dynamic_attr())
+      .def("__getattr__", [](nb::handle self, const std::string& name) {
         if (name.size() > 1 && name[0] == '_' && name[1] == '_') throw nb::attribute_error(name.c_str());
-        return lib.kernel(name);
+        nb::object k = nb::cast(nb::cast<const Library&>(self).kernel(name));
+        nb::setattr(self, name.c_str(), k);
+        return k;
       })
       .def("__dir__", [](const Library& lib) {
         std::vector<std::string> names = lib.kernel_names();

@@ -431,6 +431,8 @@ def test_bad_calls_raise_before_running():
         lib.nope
     assert isinstance(info.value, RuntimeError) and "full" in str(info.value)
     assert not hasattr(lib, "nope")
+    assert lib.full is lib.full  # found once, then an ordinary attribute (the launch hot path)
+    assert dir(lib).count("full") == 1
     with pytest.raises(TypeError, match="takes 2 arguments"):
         lib.full(x)
     with pytest.raises(TypeError, match="float32"):
