@@ -26,7 +26,7 @@ double get_per_process_memory_fraction(std::optional<Device> d) { return alloc(d
 void empty_cache(std::optional<Device> d) {
   auto& dev = runtime::device_impl(runtime::resolve(d));
   dev.allocator().empty_cache();
-  if (&dev.host_visible_allocator() != &dev.allocator()) dev.host_visible_allocator().empty_cache();
+  if (!dev.memory_is_host_visible()) dev.host_visible_allocator().empty_cache();
 }
 MemoryStats memory_stats(std::optional<Device> d) { return alloc(d).stats(); }
 MemoryStats host_visible_memory_stats(std::optional<Device> d) {

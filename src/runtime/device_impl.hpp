@@ -72,6 +72,8 @@ class DeviceImpl {
   // Memory the host reads and writes directly and kernels use in place: on
   // CUDA pinned, mapped host memory (its own pool); on the CPU allocator().
   virtual CachingAllocator& host_visible_allocator() = 0;
+  // Every allocation of this device is host-visible (one pool: the CPU).
+  bool memory_is_host_visible() { return &host_visible_allocator() == &allocator(); }
   Generator& generator() { return generator_; }
 
   virtual std::shared_ptr<StreamImpl> default_stream() = 0;

@@ -19,7 +19,7 @@ std::shared_ptr<StorageImpl> allocate_storage(const Device& d, std::size_t nbyte
   auto s = std::make_shared<StorageImpl>();
   s->device = d;
   s->nbytes = nbytes;
-  s->host_visible = host_visible || d.type == DeviceType::CPU;
+  s->host_visible = host_visible || dev.memory_is_host_visible();
   if (nbytes > 0) {
     s->allocator = host_visible ? &dev.host_visible_allocator() : &dev.allocator();
     s->block = s->allocator->allocate(nbytes, *runtime::current_stream(d));
@@ -276,7 +276,8 @@ Tensor from_blob(void* data, const Shape& shape, const Shape& strides, DType dty
   s->device = d;
   s->data = data;
   s->nbytes = static_cast<std::size_t>(span) * element_size(dtype);
-  s->host_visible = d.type == DeviceType::CPU;  // foreign CUDA memory: not known to be mapped
+  // Foreign memory of a device with separate device memory: not known to be mapped.
+  s->host_visible = runtime::device_impl(d).memory_is_host_visible();
   s->release = std::move(owner_release);
   return Tensor(std::move(s), 0, shape, st, dtype);
 }
