@@ -26,6 +26,14 @@ struct RandomParams {
   double a = 0.0, b = 1.0;       // uniform [a, b) / normal (mean a, std b)
   std::int64_t low = 0, high = 0;  // integers in [low, high)
   PhiloxState philox;
+  // Each element takes 64 bits of its Philox block (two a block) for float64
+  // and for integer ranges over 2^32, else 32 (four a block): the mapping
+  // every backend follows (philox.hpp).
+  bool wide(DType t) const {
+    return t == DType::Float64 ||
+           (kind == RandomKind::Int && static_cast<std::uint64_t>(high - low) > 0xffffffffull);
+  }
+  unsigned per_block(DType t) const { return wide(t) ? 2 : 4; }
 };
 
 // A compiled kernel's launch, filled by the shader layer. Buffers point at

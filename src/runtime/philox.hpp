@@ -2,7 +2,9 @@
 // and the mapping from (seed, offset, element index) to numbers that every
 // backend uses, so the same seed gives bit-identical uniforms and integers on
 // CPU and CUDA. This header is plain C++ so the CUDA backend can compile it
-// with NVRTC unchanged (define BRONZE_PHILOX_FN as __device__ there).
+// with NVRTC unchanged (define BRONZE_PHILOX_FN as __device__ inline there,
+// BRONZE_PHILOX_COLD_FN as __device__ __noinline__, BRONZE_PHILOX_TABLE as
+// __device__ const).
 //
 // Element i of an op whose generator state is (seed, offset) reads the block
 //   philox(key = seed, counter = (offset + i / per_block, 0))
@@ -11,11 +13,17 @@
 #pragma once
 
 #if !defined(__CUDACC__)
-#include <cmath>
+#include <cstring>
 #endif
 
 #ifndef BRONZE_PHILOX_FN
 #define BRONZE_PHILOX_FN inline
+#endif
+#ifndef BRONZE_PHILOX_COLD_FN  // rarely taken: kept out of line in GPU kernels
+#define BRONZE_PHILOX_COLD_FN inline
+#endif
+#ifndef BRONZE_PHILOX_TABLE
+#define BRONZE_PHILOX_TABLE inline constexpr
 #endif
 
 namespace bronze::philox {
@@ -54,6 +62,12 @@ BRONZE_PHILOX_FN U32x4 block(u64 seed, u64 counter) {
                        static_cast<u32>(seed), static_cast<u32>(seed >> 32));
 }
 
+}  // namespace bronze::philox
+
+#include "ziggurat_tables.hpp"
+
+namespace bronze::philox {
+
 // [0, 1) with 24 random bits: exactly representable in float, half rounding aside.
 BRONZE_PHILOX_FN float uniform_f32(u32 x) { return static_cast<float>(x >> 8) * 5.9604644775390625e-8f; }
 // (0, 1]: safe for log().
@@ -66,28 +80,46 @@ BRONZE_PHILOX_FN double uniform_f64(u32 hi, u32 lo) {
   return static_cast<double>(x >> 11) * 1.1102230246251565404236316680908203125e-16;
 }
 
-// Standard normals, two from two words (Box-Muller: r = sqrt(-2 log u1),
-// angle 2 pi u2), in float arithmetic built only from correctly rounded
-// operations (+ - * / sqrt, integer ops, no contraction: the CUDA kernels
-// compile with --fmad=false, the CPU file with -ffp-contract=off), so every
-// IEEE machine produces the same bits. log is within 2.3 ulp, sin/cos 1.5 ulp
-// (tests/cpp/test_philox.cpp), so the normals are within a few ulp.
-// u1 = (x0 >> 8) + 1 over 2^24 in (0, 1], u2 = (x1 >> 8) over 2^24 in [0, 1).
+// Standard normals are drawn by the ziggurat (Marsaglia & Tsang; tables in
+// ziggurat_tables.hpp) in float arithmetic built only from correctly rounded
+// operations (+ - * /, integer ops, no contraction: the CUDA kernels compile
+// with --fmad=false, the CPU file with -ffp-contract=off), so every IEEE
+// machine produces the same bits. Element i's word w (as above) gives the
+// layer (bits 0-7), the sign (bit 8) and the position m in the layer (bits
+// 9-31); the 99% of words inside the layer's rectangle cost a table lookup
+// and a multiply. The rest continue with the element's own blocks
+//   philox(key = seed, counter = (offset + i / 4, attempt = 1, 2, ..., i % 4))
+// which no op's main blocks (third word 0) ever use.
 
 #if defined(__CUDACC__)
 BRONZE_PHILOX_FN int ilog2(u32 k) { return 31 - __clz(k); }  // k > 0
-BRONZE_PHILOX_FN float sqrt_rn(float x) { return sqrtf(x); }  // IEEE unless -use_fast_math
+BRONZE_PHILOX_FN u32 bits_of(float x) { return __float_as_uint(x); }
+BRONZE_PHILOX_FN float float_of(u32 b) { return __uint_as_float(b); }
 #else
 BRONZE_PHILOX_FN int ilog2(u32 k) { return 31 - __builtin_clz(k); }
-BRONZE_PHILOX_FN float sqrt_rn(float x) { return std::sqrt(x); }
+BRONZE_PHILOX_FN u32 bits_of(float x) {
+  u32 b;
+  std::memcpy(&b, &x, sizeof b);
+  return b;
+}
+BRONZE_PHILOX_FN float float_of(u32 b) {
+  float x;
+  std::memcpy(&x, &b, sizeof x);
+  return x;
+}
 #endif
 
-// log(k / 2^24) for k in [1, 2^24]: k = m 2^e with m in [sqrt(1/2), sqrt(2)),
-// log m = 2 atanh(s), s = (m - 1) / (m + 1), |s| < 0.172, by its series.
+// m < 2^23 as a float, exactly: m in the mantissa of 2^23, minus 2^23 (an OR
+// and an add, where GPUs convert integers at an eighth of their float rate).
+BRONZE_PHILOX_FN float f32_of_u23(u32 m) { return float_of(0x4b000000u | m) - 8388608.0f; }
+
+// log(k / 2^24) for k in [1, 2^24] (within 2.3 ulp): k = m 2^e with m in
+// [sqrt(1/2), sqrt(2)), log m = 2 atanh(s), s = (m - 1) / (m + 1), |s| < 0.172,
+// by its series.
 BRONZE_PHILOX_FN float log_uniform24(u32 k) {
   int e = ilog2(k);
   u32 kn = e <= 23 ? k << (23 - e) : k >> 1;    // exact: top bit at 2^23
-  float m = static_cast<float>(kn) * 1.1920928955078125e-7f;  // [1, 2)
+  float m = float_of(0x3f800000u | (kn & 0x7fffffu));  // kn / 2^23 in [1, 2)
   if (kn > 11863283u) {                         // m > sqrt(2)
     m *= 0.5f;
     e += 1;
@@ -98,30 +130,51 @@ BRONZE_PHILOX_FN float log_uniform24(u32 k) {
   return ef * 0.693145751953125f + (ef * 1.4286068202862268e-06f + log_m);  // ln 2, hi + lo
 }
 
-// sin and cos of 2 pi k / 2^24 for k in [0, 2^24): the angle in quarter
-// turns is j + g with j = round(k / 2^22) and g in [-1/2, 1/2] exact, so the
-// polynomials (Taylor in g, terms to g^10) only see |angle| <= pi/4.
-BRONZE_PHILOX_FN void sincos_turn24(u32 k, float* sin_out, float* cos_out) {
-  u32 j = (k + (1u << 21)) >> 22;
-  float g = static_cast<float>(static_cast<int>(k) - static_cast<int>(j << 22)) * 2.384185791015625e-7f;
-  float z = g * g;
-  float sn = g * (1.5707963267948966f + z * (-0.6459640975062462f + z * (0.07969262624616703f + z * (-0.004681754135318687f + z * 0.00016044118478735975f))));
-  float cs = 1.0f + z * (-1.2337005501361697f + z * (0.253669507901048f + z * (-0.020863480763352957f + z * (0.0009192602748394263f + z * -2.5202042373060596e-05f))));
-  switch (j & 3u) {
-    case 0: *sin_out = sn; *cos_out = cs; break;
-    case 1: *sin_out = cs; *cos_out = -sn; break;
-    case 2: *sin_out = -sn; *cos_out = -cs; break;
-    default: *sin_out = -cs; *cos_out = sn; break;
+// exp(t) for t in [-20, 0] (within 1.1 ulp): t = n ln 2 + r, n = round(t / ln 2)
+// by the 1.5 * 2^23 rounding trick, |r| <= ln 2 / 2, e^r by its Taylor series
+// to r^7, times 2^n put in the exponent bits.
+BRONZE_PHILOX_FN float exp_nonpositive(float t) {
+  const float kf = t * 1.44269504f + 12582912.0f;
+  const float nf = kf - 12582912.0f;
+  const int n = static_cast<int>(bits_of(kf)) - 0x4b400000;
+  const float r = (t - nf * 0.693145751953125f) - nf * 1.4286068202862268e-06f;
+  const float p = 1.0f + r * (1.0f + r * (0.5f + r * (0.16666667f + r * (0.041666668f + r * (0.0083333333f +
+                  r * (0.0013888889f + r * 1.984127e-4f))))));
+  return p * float_of(static_cast<u32>(n + 127) << 23);
+}
+
+BRONZE_PHILOX_FN float signed_by(float z, u32 w) { return (w & 0x100u) ? -z : z; }
+
+// A word that failed its rectangle test: Marsaglia's tail method beyond r for
+// the base layer (retried until it accepts), the wedge test under exp(-z^2/2)
+// for the others (a new word when it rejects).
+BRONZE_PHILOX_COLD_FN float normal_f32_rejected(u32 w, u64 seed, u64 counter, u32 lane) {
+  for (u32 attempt = 1;; ++attempt) {
+    const U32x4 e = philox4x32_10(static_cast<u32>(counter), static_cast<u32>(counter >> 32), attempt, lane,
+                                  static_cast<u32>(seed), static_cast<u32>(seed >> 32));
+    const u32 layer = w & 0xffu;
+    if (layer == 0) {
+      const float x = -log_uniform24((e.v[0] >> 8) + 1u) * kZigInvR;
+      const float y = -log_uniform24((e.v[1] >> 8) + 1u);
+      if (y + y > x * x) return signed_by(kZigR + x, w);
+      continue;
+    }
+    const float z = f32_of_u23(w >> 9) * kZigLayers[layer].w;
+    const float height = kZigF[layer] + uniform_f32(e.v[0]) * (kZigF[layer + 1] - kZigF[layer]);
+    if (height < exp_nonpositive(-0.5f * z * z)) return signed_by(z, w);
+    w = e.v[3];
+    const ZigLayer next = kZigLayers[w & 0xffu];
+    if ((w >> 9) < next.k) return signed_by(f32_of_u23(w >> 9) * next.w, w);
   }
 }
 
-// The normals r cos(angle), r sin(angle) of words x0, x1.
-BRONZE_PHILOX_FN void normal_pair_f32(u32 x0, u32 x1, float* n0, float* n1) {
-  float r = sqrt_rn(-2.0f * log_uniform24((x0 >> 8) + 1u));
-  float sn, cs;
-  sincos_turn24(x1 >> 8, &sn, &cs);
-  *n0 = r * cs;
-  *n1 = r * sn;
+// The standard normal of word w of block `counter`, lane `lane` (0-3).
+// `layers` is kZigLayers or a copy of it (CUDA kernels keep one in shared memory).
+BRONZE_PHILOX_FN float normal_f32(u32 w, const ZigLayer* layers, u64 seed, u64 counter, u32 lane) {
+  const ZigLayer layer = layers[w & 0xffu];
+  const u32 m = w >> 9;
+  if (m < layer.k) return signed_by(f32_of_u23(m) * layer.w, w);
+  return normal_f32_rejected(w, seed, counter, lane);
 }
 
 }  // namespace bronze::philox

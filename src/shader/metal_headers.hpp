@@ -7,4 +7,5 @@ extern const char* const bronze_metal_h;
 extern const char* const bronze_metal_cpu_h;
 extern const char* const bronze_metal_cuda_h;
 extern const char* const philox_hpp;  // src/runtime/philox.hpp, for NVRTC
+extern const char* const ziggurat_tables_hpp;  // src/runtime/ziggurat_tables.hpp, which it includes
 }  // namespace bronze::shader::embedded

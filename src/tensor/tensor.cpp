@@ -148,11 +148,11 @@ Tensor& Tensor::fill_(Scalar v) {
 }
 
 namespace {
-Tensor& random_into(Tensor& t, runtime::RandomParams p, unsigned per_block) {
+Tensor& random_into(Tensor& t, runtime::RandomParams p) {
   if (t.numel() == 0) return t;
   Device d = t.device();
   auto& dev = runtime::device_impl(d);
-  p.philox = dev.generator().reserve(static_cast<std::uint64_t>(t.numel()), per_block);
+  p.philox = dev.generator().reserve(static_cast<std::uint64_t>(t.numel()), p.per_block(t.dtype()));
   if (t.is_contiguous()) {
     dev.random(*runtime::current_stream(d), detail::view_of(t), p);
   } else {  // numbers are defined on the contiguous order
@@ -171,7 +171,7 @@ Tensor& Tensor::uniform_(double from, double to) {
   p.kind = runtime::RandomKind::Uniform;
   p.a = from;
   p.b = to;
-  return random_into(*this, p, dtype_ == DType::Float64 ? 2 : 4);
+  return random_into(*this, p);
 }
 
 Tensor& Tensor::normal_(double mean, double std) {
@@ -181,7 +181,7 @@ Tensor& Tensor::normal_(double mean, double std) {
   p.kind = runtime::RandomKind::Normal;
   p.a = mean;
   p.b = std;
-  return random_into(*this, p, dtype_ == DType::Float64 ? 2 : 4);
+  return random_into(*this, p);
 }
 
 Tensor& Tensor::random_(std::int64_t low, std::int64_t high) {
@@ -191,8 +191,7 @@ Tensor& Tensor::random_(std::int64_t low, std::int64_t high) {
   p.kind = runtime::RandomKind::Int;
   p.low = low;
   p.high = high;
-  bool wide = dtype_ == DType::Float64 || static_cast<std::uint64_t>(high - low) > 0xffffffffull;
-  return random_into(*this, p, wide ? 2 : 4);
+  return random_into(*this, p);
 }
 
 void Tensor::record_stream(const Stream& s) const {

@@ -7,7 +7,6 @@
 #include "backends/cuda/cuda_kernels.hpp"
 #include "backends/cuda/nvrtc.hpp"
 #include "bronze/bronze.hpp"
-#include "shader/metal_headers.hpp"
 
 namespace {
 const bronze::Device kCuda(bronze::DeviceType::CUDA, 0);
@@ -112,10 +111,7 @@ TEST(CudaKernels, GeneratedSourcesCompileWithNvrtc) {
   sources.push_back({bronze::cuda::fill64_source(), false});
   for (const auto& [src, exact] : sources) {
     std::vector<char> cubin;
-    ASSERT_NO_THROW(cubin = bronze::cuda::compile_cubin(src, {{"philox.hpp", bronze::shader::embedded::philox_hpp}}, 90,
-                                                        exact ? std::vector<std::string>{"--fmad=false"}
-                                                              : std::vector<std::string>{}))
-        << src;
+    ASSERT_NO_THROW(cubin = bronze::cuda::compile_tensor_kernel(src, 90, exact)) << src;
     EXPECT_GT(cubin.size(), 100u);
   }
 }

@@ -97,41 +97,72 @@ TEST(Generator, NormalMoments) {
   EXPECT_NEAR(var, 1.0, 0.01);
 }
 
-// The float Box-Muller pieces against long double: every k at the edges and
-// quadrant boundaries plus a stride through all 2^24 inputs.
-TEST(Philox, FloatNormalTransformIsAccurate) {
-  // |got - want| in units of the last place of a float of magnitude `scale`.
-  auto ulps = [](float got, long double want, long double scale) {
-    long double ulp = std::ldexp(1.0L, std::ilogb(static_cast<float>(scale)) - 23);
+// The float pieces of the normal sampler against long double: log at every
+// edge plus a stride through all 2^24 inputs, exp through its whole domain.
+TEST(Philox, FloatLogAndExpAreAccurate) {
+  // |got - want| in units of the last place of a float of magnitude `want`.
+  auto ulps = [](float got, long double want) {
+    long double ulp = std::ldexp(1.0L, std::ilogb(static_cast<float>(want)) - 23);
     return static_cast<double>(std::fabs(static_cast<long double>(got) - want) / ulp);
   };
-  std::vector<unsigned> ks = {1, 2, 3, (1u << 24) - 1, 1u << 24, 11863283, 11863284};
-  for (unsigned q = 0; q <= 4; ++q)
-    for (int d = -2; d <= 2; ++d) ks.push_back(static_cast<unsigned>(static_cast<int>(q << 22) + d));
+  std::vector<unsigned> ks = {1, 2, 3, (1u << 24) - 1, 11863283, 11863284};
   for (unsigned k = 5; k < (1u << 24); k += 997) ks.push_back(k);
-  const long double two_pi = 6.283185307179586476925286766559L;
-  double worst_log = 0, worst_trig = 0;
+  double worst_log = 0, worst_exp = 0;
+  EXPECT_EQ(bronze::philox::log_uniform24(1u << 24), 0.0f);
   for (unsigned k : ks) {
-    if (k >= 1 && k <= (1u << 24)) {
-      long double want = std::log(static_cast<long double>(k) / 16777216.0L);
-      float got = bronze::philox::log_uniform24(k);
-      if (k == (1u << 24)) EXPECT_EQ(got, 0.0f);
-      else worst_log = std::max(worst_log, ulps(got, want, want));
-      EXPECT_LE(got, 0.0f) << k;
-    }
-    if (k < (1u << 24)) {
-      float s, c;
-      bronze::philox::sincos_turn24(k, &s, &c);
-      long double a = two_pi * static_cast<long double>(k) / 16777216.0L;
-      // Against the larger of the two: near a zero, absolute error counts.
-      long double scale = std::max(std::fabs(std::sin(a)), std::fabs(std::cos(a)));
-      worst_trig = std::max({worst_trig, ulps(s, std::sin(a), scale), ulps(c, std::cos(a), scale)});
-      EXPECT_LE(std::fabs(s), 1.0f);
-      EXPECT_LE(std::fabs(c), 1.0f);
-    }
+    float got = bronze::philox::log_uniform24(k);
+    worst_log = std::max(worst_log, ulps(got, std::log(static_cast<long double>(k) / 16777216.0L)));
+    EXPECT_LT(got, 0.0f) << k;
   }
-  EXPECT_LE(worst_log, 3.0);   // 2.25 measured
-  EXPECT_LE(worst_trig, 2.0);  // 1.48 measured
+  EXPECT_EQ(bronze::philox::exp_nonpositive(0.0f), 1.0f);
+  for (float t = -20.0f; t < 0.0f; t += 0.00123f)
+    worst_exp = std::max(worst_exp, ulps(bronze::philox::exp_nonpositive(t), std::exp(static_cast<long double>(t))));
+  EXPECT_LE(worst_log, 3.0);  // 2.25 measured
+  EXPECT_LE(worst_exp, 2.0);  // 1.07 measured
+  for (unsigned m : {0u, 1u, 12345u, (1u << 23) - 1}) EXPECT_EQ(bronze::philox::f32_of_u23(m), static_cast<float>(m));
+}
+
+// The frozen tables are the ziggurat they claim to be: every layer has the
+// same area, and the rectangle test only accepts points under the curve.
+TEST(Ziggurat, TablesDescribeEqualAreaLayersUnderTheCurve) {
+  using namespace bronze::philox;
+  const double v = kZigLayers[0].w * 8388608.0 * kZigF[1];  // base: x0 f(r)
+  for (int i = 1; i < 256; ++i) {
+    const double x = kZigLayers[i].w * 8388608.0, x_next = i < 255 ? kZigLayers[i + 1].w * 8388608.0 : 0.0;
+    EXPECT_NEAR(x * (kZigF[i + 1] - kZigF[i]) / v, 1.0, 5e-5) << i;  // f rounded to float
+    EXPECT_NEAR(kZigF[i], std::exp(-0.5 * x * x), 1e-7) << i;
+    if (kZigLayers[i].k > 0) EXPECT_LE(f32_of_u23(kZigLayers[i].k - 1) * kZigLayers[i].w, x_next) << i;
+  }
+  EXPECT_LT(f32_of_u23(kZigLayers[0].k - 1) * kZigLayers[0].w, kZigR);
+  EXPECT_EQ(kZigLayers[255].k, 0u);  // the top layer always takes the wedge test
+}
+
+// Normals straight from the mapping: the distribution function within the
+// Kolmogorov-Smirnov bound, the tail (|z| > r, the rarest path) as often as
+// it should be, and a word that fails the base layer's test lands in the tail.
+TEST(Ziggurat, NormalsFollowTheDistribution) {
+  using namespace bronze::philox;
+  const int n = 1 << 22;
+  std::vector<float> z(n);
+  for (int i = 0; i < n; ++i) {
+    const U32x4 r = block(2024, static_cast<u64>(i / 4));
+    z[i] = normal_f32(r.v[i % 4], kZigLayers, 2024, static_cast<u64>(i / 4), static_cast<u32>(i % 4));
+  }
+  std::sort(z.begin(), z.end());
+  double worst = 0;
+  for (int i = 0; i < n; i += 97) {
+    const double cdf = 0.5 * std::erfc(-z[i] / std::sqrt(2.0));
+    worst = std::max({worst, std::fabs(cdf - static_cast<double>(i) / n), std::fabs(cdf - static_cast<double>(i + 1) / n)});
+  }
+  EXPECT_LT(worst, 1.95 / std::sqrt(static_cast<double>(n)));  // KS at the 0.1% level
+  const double tail = static_cast<double>(std::count_if(z.begin(), z.end(), [](float x) { return std::fabs(x) > kZigR; }));
+  const double expected = n * std::erfc(kZigR / std::sqrt(2.0));  // 2.58e-4 of them
+  EXPECT_NEAR(tail, expected, 5 * std::sqrt(expected));
+  EXPECT_GT(z.back(), 4.5f);
+  EXPECT_LT(z.front(), -4.5f);
+
+  const u32 base_layer_outside = ~0u << 9;  // layer 0, m at the top: past the rectangle
+  for (u64 c = 0; c < 50; ++c) EXPECT_GE(std::fabs(normal_f32(base_layer_outside, kZigLayers, 7, c, 1)), kZigR);
 }
 
 TEST(Generator, TensorNormalMatchesMapping) {
@@ -139,8 +170,8 @@ TEST(Generator, TensorNormalMatchesMapping) {
   auto v = bronze::randn({6}).to_double_vector();
   for (int i = 0; i < 6; ++i) {
     auto blk = bronze::philox::block(99, static_cast<unsigned long long>(i / 4));
-    float n[2];
-    bronze::philox::normal_pair_f32(blk.v[i % 4 & 2], blk.v[(i % 4 & 2) + 1], &n[0], &n[1]);
-    EXPECT_EQ(static_cast<float>(v[i]), n[i % 2]) << i;
+    float want = bronze::philox::normal_f32(blk.v[i % 4], bronze::philox::kZigLayers, 99,
+                                            static_cast<unsigned long long>(i / 4), static_cast<unsigned>(i % 4));
+    EXPECT_EQ(static_cast<float>(v[i]), want) << i;
   }
 }

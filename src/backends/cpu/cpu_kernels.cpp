@@ -177,16 +177,13 @@ void random(const View& out, const runtime::RandomParams& p) {
   dispatch(out.dtype, [&](auto tag) {
     using T = decltype(tag);
     T* o = typed<T>(out);
-    const bool wide = std::is_same_v<T, double> ||
-                      (p.kind == runtime::RandomKind::Int &&
-                       static_cast<std::uint64_t>(p.high - p.low) > 0xffffffffull);
-    const std::int64_t per = wide ? 2 : 4;
+    const bool wide = p.wide(out.dtype);
+    const std::int64_t per = p.per_block(out.dtype);
     const std::int64_t nblocks = (out.numel() + per - 1) / per;
     ThreadPool::instance().parallel_for(nblocks, kGrain / 4, [&](std::int64_t b, std::int64_t e) {
       const std::int64_t n = out.numel();
       for (std::int64_t blk = b; blk < e; ++blk) {
-        // The block's `per` elements at once: each Box-Muller pair is
-        // evaluated once (cuda_kernels.cpp random_source() mirrors this).
+        // The block's `per` elements at once (cuda_kernels.cpp random_source() mirrors this).
         philox::U32x4 r = philox::block(seed, base + static_cast<std::uint64_t>(blk));
         const std::int64_t count = std::min<std::int64_t>(per, n - blk * per);
         T* dst = o + blk * per;
@@ -205,11 +202,12 @@ void random(const View& out, const runtime::RandomParams& p) {
               box_muller(r.v[2], r.v[3], &v[1], &unused);
               for (std::int64_t l = 0; l < count; ++l) dst[l] = convert<T>(p.a + p.b * v[l]);
             } else {  // float arithmetic that every IEEE machine rounds alike (philox.hpp)
-              float f[4];
-              philox::normal_pair_f32(r.v[0], r.v[1], &f[0], &f[1]);
-              philox::normal_pair_f32(r.v[2], r.v[3], &f[2], &f[3]);
               const float mean = static_cast<float>(p.a), stddev = static_cast<float>(p.b);
-              for (std::int64_t l = 0; l < count; ++l) dst[l] = convert<T>(static_cast<double>(mean + stddev * f[l]));
+              const std::uint64_t counter = base + static_cast<std::uint64_t>(blk);
+              for (std::int64_t l = 0; l < count; ++l) {
+                float z = philox::normal_f32(r.v[l], philox::kZigLayers, seed, counter, static_cast<philox::u32>(l));
+                dst[l] = convert<T>(static_cast<double>(mean + stddev * z));
+              }
             }
             break;
           case runtime::RandomKind::Int: {

@@ -284,8 +284,7 @@ class CudaDevice final : public runtime::DeviceImpl {
   void random(runtime::StreamImpl& s, const runtime::View& out, const runtime::RandomParams& p) override {
     ctx_.make_current();
     OpTimer timer(timeline_, cs(s).handle(), s.id(), "philox", "random");
-    const bool wide = out.dtype == DType::Float64 ||
-                      (p.kind == runtime::RandomKind::Int && static_cast<std::uint64_t>(p.high - p.low) > 0xffffffffull);
+    const bool wide = p.wide(out.dtype);
     Geometry g = geometry({&out});
     void* o = out.data;
     unsigned long long seed = p.philox.seed, base = p.philox.offset;

@@ -104,14 +104,21 @@ Geometry geometry(const std::vector<const runtime::View*>& views) {
   return g;
 }
 
+std::vector<char> compile_tensor_kernel(const std::string& source, int arch, bool exact_fp) {
+  std::vector<std::string> opts;
+  if (exact_fp) opts.push_back("--fmad=false");  // no contraction: the CPU's rounding, step for step
+  return compile_cubin(source,
+                       {{"philox.hpp", shader::embedded::philox_hpp},
+                        {"ziggurat_tables.hpp", shader::embedded::ziggurat_tables_hpp}},
+                       arch, opts);
+}
+
 CUfunction KernelCache::get(const std::string& source, bool exact_fp) {
   std::lock_guard<std::mutex> lock(mu_);
   std::string key = (exact_fp ? "exact\n" : "") + source;
   auto it = fns_.find(key);
   if (it != fns_.end()) return it->second;
-  std::vector<std::string> opts;
-  if (exact_fp) opts.push_back("--fmad=false");  // no contraction: the CPU's rounding, step for step
-  std::vector<char> cubin = compile_cubin(source, {{"philox.hpp", shader::embedded::philox_hpp}}, arch_, opts);
+  std::vector<char> cubin = compile_tensor_kernel(source, arch_, exact_fp);
   CUmodule m = nullptr;
   check(driver()->cuModuleLoadData(&m, cubin.data()), "cuModuleLoadData");
   CUfunction f = nullptr;
@@ -186,12 +193,14 @@ std::string arange_source(DType t) {
 
 // The CPU's mapping (philox.hpp, cpu_kernels.cpp random()), one thread per
 // Philox block: the same seed and offset give the same numbers. A thread
-// makes its block's `per` elements at once (each Box-Muller pair's log and
-// sincos once) and writes them with one vector store when they are all in
-// range: per * sizeof(T) is 4 to 16 bytes and the output is contiguous.
+// makes its block's `per` elements at once and writes them with one vector
+// store when they are all in range: per * sizeof(T) is 4 to 16 bytes and the
+// output is contiguous. Float normals read the ziggurat's layers from a copy
+// in shared memory (2 KB): four random lookups a block.
 std::string random_source(DType t, runtime::RandomKind kind, bool wide) {
   const std::string per = wide ? "2" : "4", T = ctype(t);
-  std::string make;  // fills double/i64 v[per] from block r
+  std::string setup;  // before the grid loop
+  std::string make;   // fills double/i64 v[per] from block r
   switch (kind) {
     case runtime::RandomKind::Uniform:
       make = wide ? "    for (int l = 0; l < 2; ++l) v[l] = a + philox::uniform_f64(r.v[2 * l], r.v[2 * l + 1]) * (b - a);\n"
@@ -200,9 +209,12 @@ std::string random_source(DType t, runtime::RandomKind kind, bool wide) {
     case runtime::RandomKind::Normal:  // wide: double Box-Muller, the first normal of each pair; else float throughout
       make = wide ? "    double s0, s1;\n    box_muller(r.v[0], r.v[1], &v[0], &s0);\n    box_muller(r.v[2], r.v[3], &v[1], &s1);\n"
                     "    v[0] = a + b * v[0]; v[1] = a + b * v[1];\n"
-                  : "    float f[4];\n    philox::normal_pair_f32(r.v[0], r.v[1], &f[0], &f[1]);\n"
-                    "    philox::normal_pair_f32(r.v[2], r.v[3], &f[2], &f[3]);\n"
-                    "    for (int l = 0; l < 4; ++l) v[l] = (double)((float)a + (float)b * f[l]);\n";
+                  : "    for (int l = 0; l < 4; ++l)\n"
+                    "      v[l] = (double)((float)a + (float)b * philox::normal_f32(r.v[l], layers, seed, base + (u64)blk, l));\n";
+      if (!wide)
+        setup = "  __shared__ philox::ZigLayer layers[256];\n"
+                "  for (int l = threadIdx.x; l < 256; l += blockDim.x) layers[l] = philox::kZigLayers[l];\n"
+                "  __syncthreads();\n";
       break;
     case runtime::RandomKind::Int:
       make = std::string("    for (int l = 0; l < ") + per + "; ++l) v[l] = low + (i64)(" +
@@ -210,7 +222,9 @@ std::string random_source(DType t, runtime::RandomKind kind, bool wide) {
       break;
   }
   const char* vt = kind == runtime::RandomKind::Int ? "i64" : "double";
-  return program(std::string("#define BRONZE_PHILOX_FN __device__ inline\n#include \"philox.hpp\"\n"
+  return program(std::string("#define BRONZE_PHILOX_FN __device__ inline\n"
+                             "#define BRONZE_PHILOX_COLD_FN __device__ __noinline__\n"
+                             "#define BRONZE_PHILOX_TABLE __device__ const\n#include \"philox.hpp\"\n"
                              "namespace philox = bronze::philox;\n"
                              "__device__ inline void box_muller(unsigned x0, unsigned x1, double* n0, double* n1) {\n"
                              "  double u1 = philox::uniform_f32_open0(x0), u2 = philox::uniform_f32(x1);\n"
@@ -221,7 +235,7 @@ std::string random_source(DType t, runtime::RandomKind kind, bool wide) {
                              "extern \"C\" __global__ void k(") +
                  T + "* o, u64 seed, u64 base, double a, double b, i64 low, i64 high, Geometry g) {\n"
                  "  const i64 blocks = (g.n + " + per + " - 1) / " + per + ";\n"
-                 "  const bool aligned = ((u64)o % sizeof(Out)) == 0;\n"
+                 "  const bool aligned = ((u64)o % sizeof(Out)) == 0;\n" + setup +
                  "  for (i64 blk = blockIdx.x * (i64)blockDim.x + threadIdx.x; blk < blocks; blk += (i64)gridDim.x * blockDim.x) {\n"
                  "    philox::U32x4 r = philox::block(seed, base + (u64)blk);\n    " + vt + " v[" + per + "];\n" + make +
                  "    Out w;\n    for (int l = 0; l < " + per + "; ++l) w.e[l] = " + store(t, "v[l]") + ";\n"

@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "backends/cuda/driver_api.hpp"
 #include "runtime/device_impl.hpp"
@@ -21,6 +22,10 @@ struct Geometry {
 };
 // Throws NotSupportedError over 8 dimensions.
 Geometry geometry(const std::vector<const runtime::View*>& views);
+
+// A generated source (with the headers it may include) as a cubin for sm_<arch>;
+// exact_fp: no FMA contraction, for kernels that must round like the CPU.
+std::vector<char> compile_tensor_kernel(const std::string& source, int arch, bool exact_fp);
 
 class KernelCache {
  public:
