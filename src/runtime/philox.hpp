@@ -35,16 +35,31 @@ struct U32x4 {
   u32 v[4];
 };
 
+// The high and low words of a * b.
+#if defined(__CUDACC__)
+// __umulhi and a plain multiply: NVRTC turns the 64-bit product into an
+// IMAD.WIDE plus a redundant add.
+BRONZE_PHILOX_FN void mulhilo(u32 a, u32 b, u32* hi, u32* lo) {
+  *hi = __umulhi(a, b);
+  *lo = a * b;
+}
+#else
+BRONZE_PHILOX_FN void mulhilo(u32 a, u32 b, u32* hi, u32* lo) {
+  const u64 p = static_cast<u64>(a) * b;
+  *hi = static_cast<u32>(p >> 32);
+  *lo = static_cast<u32>(p);
+}
+#endif
+
 BRONZE_PHILOX_FN U32x4 philox4x32_10(u32 c0, u32 c1, u32 c2, u32 c3, u32 k0, u32 k1) {
   for (int round = 0; round < 10; ++round) {
     if (round > 0) {
       k0 += 0x9E3779B9u;
       k1 += 0xBB67AE85u;
     }
-    u64 p0 = static_cast<u64>(0xD2511F53u) * c0;
-    u64 p1 = static_cast<u64>(0xCD9E8D57u) * c2;
-    u32 hi0 = static_cast<u32>(p0 >> 32), lo0 = static_cast<u32>(p0);
-    u32 hi1 = static_cast<u32>(p1 >> 32), lo1 = static_cast<u32>(p1);
+    u32 hi0, lo0, hi1, lo1;
+    mulhilo(0xD2511F53u, c0, &hi0, &lo0);
+    mulhilo(0xCD9E8D57u, c2, &hi1, &lo1);
     u32 n0 = hi1 ^ c1 ^ k0;
     u32 n2 = hi0 ^ c3 ^ k1;
     c0 = n0;
@@ -70,10 +85,6 @@ namespace bronze::philox {
 
 // [0, 1) with 24 random bits: exactly representable in float, half rounding aside.
 BRONZE_PHILOX_FN float uniform_f32(u32 x) { return static_cast<float>(x >> 8) * 5.9604644775390625e-8f; }
-// (0, 1]: safe for log().
-BRONZE_PHILOX_FN float uniform_f32_open0(u32 x) {
-  return static_cast<float>((x >> 8) + 1u) * 5.9604644775390625e-8f;
-}
 // [0, 1) with 53 random bits.
 BRONZE_PHILOX_FN double uniform_f64(u32 hi, u32 lo) {
   u64 x = (static_cast<u64>(hi) << 32) | lo;
@@ -93,20 +104,24 @@ BRONZE_PHILOX_FN double uniform_f64(u32 hi, u32 lo) {
 
 #if defined(__CUDACC__)
 BRONZE_PHILOX_FN int ilog2(u32 k) { return 31 - __clz(k); }  // k > 0
+BRONZE_PHILOX_FN int ilog2(u64 k) { return 63 - __clzll(k); }
 BRONZE_PHILOX_FN u32 bits_of(float x) { return __float_as_uint(x); }
+BRONZE_PHILOX_FN u64 bits_of(double x) { return static_cast<u64>(__double_as_longlong(x)); }
 BRONZE_PHILOX_FN float float_of(u32 b) { return __uint_as_float(b); }
+BRONZE_PHILOX_FN double double_of(u64 b) { return __longlong_as_double(static_cast<long long>(b)); }
 #else
 BRONZE_PHILOX_FN int ilog2(u32 k) { return 31 - __builtin_clz(k); }
-BRONZE_PHILOX_FN u32 bits_of(float x) {
-  u32 b;
+BRONZE_PHILOX_FN int ilog2(u64 k) { return 63 - __builtin_clzll(k); }
+template <typename To, typename From>
+BRONZE_PHILOX_FN To bit_cast(From x) {
+  To b;
   std::memcpy(&b, &x, sizeof b);
   return b;
 }
-BRONZE_PHILOX_FN float float_of(u32 b) {
-  float x;
-  std::memcpy(&x, &b, sizeof x);
-  return x;
-}
+BRONZE_PHILOX_FN u32 bits_of(float x) { return bit_cast<u32>(x); }
+BRONZE_PHILOX_FN u64 bits_of(double x) { return bit_cast<u64>(x); }
+BRONZE_PHILOX_FN float float_of(u32 b) { return bit_cast<float>(b); }
+BRONZE_PHILOX_FN double double_of(u64 b) { return bit_cast<double>(b); }
 #endif
 
 // m < 2^23 as a float, exactly: m in the mantissa of 2^23, minus 2^23 (an OR
@@ -145,27 +160,36 @@ BRONZE_PHILOX_FN float exp_nonpositive(float t) {
 
 BRONZE_PHILOX_FN float signed_by(float z, u32 w) { return (w & 0x100u) ? -z : z; }
 
-// A word that failed its rectangle test: Marsaglia's tail method beyond r for
-// the base layer (retried until it accepts), the wedge test under exp(-z^2/2)
-// for the others (a new word when it rejects).
-BRONZE_PHILOX_COLD_FN float normal_f32_rejected(u32 w, u64 seed, u64 counter, u32 lane) {
-  for (u32 attempt = 1;; ++attempt) {
-    const U32x4 e = philox4x32_10(static_cast<u32>(counter), static_cast<u32>(counter >> 32), attempt, lane,
-                                  static_cast<u32>(seed), static_cast<u32>(seed >> 32));
-    const u32 layer = w & 0xffu;
-    if (layer == 0) {
-      const float x = -log_uniform24((e.v[0] >> 8) + 1u) * kZigInvR;
-      const float y = -log_uniform24((e.v[1] >> 8) + 1u);
-      if (y + y > x * x) return signed_by(kZigR + x, w);
-      continue;
-    }
-    const float z = f32_of_u23(w >> 9) * kZigLayers[layer].w;
-    const float height = kZigF[layer] + uniform_f32(e.v[0]) * (kZigF[layer + 1] - kZigF[layer]);
-    if (height < exp_nonpositive(-0.5f * z * z)) return signed_by(z, w);
-    w = e.v[3];
-    const ZigLayer next = kZigLayers[w & 0xffu];
-    if ((w >> 9) < next.k) return signed_by(f32_of_u23(w >> 9) * next.w, w);
+// Attempt `attempt` (1, 2, ...) at a word that failed its rectangle test:
+// Marsaglia's tail method beyond r for the base layer (the same word again
+// when it rejects), the wedge test under exp(-z^2/2) for the others (a new
+// word when it rejects, itself first tried on its rectangle). True with *z
+// when it accepts, else *w is the word for attempt + 1.
+BRONZE_PHILOX_FN bool normal_f32_attempt(u32* w, u32 attempt, u64 seed, u64 counter, u32 lane, float* z) {
+  const U32x4 e = philox4x32_10(static_cast<u32>(counter), static_cast<u32>(counter >> 32), attempt, lane,
+                                static_cast<u32>(seed), static_cast<u32>(seed >> 32));
+  const u32 layer = *w & 0xffu;
+  if (layer == 0) {
+    const float x = -log_uniform24((e.v[0] >> 8) + 1u) * kZigInvR;
+    const float y = -log_uniform24((e.v[1] >> 8) + 1u);
+    *z = signed_by(kZigR + x, *w);
+    return y + y > x * x;
   }
+  const float zw = f32_of_u23(*w >> 9) * kZigLayers[layer].w;
+  const float height = kZigF[layer] + uniform_f32(e.v[0]) * (kZigF[layer + 1] - kZigF[layer]);
+  *z = signed_by(zw, *w);
+  if (height < exp_nonpositive(-0.5f * zw * zw)) return true;
+  *w = e.v[3];
+  const ZigLayer next = kZigLayers[*w & 0xffu];
+  *z = signed_by(f32_of_u23(*w >> 9) * next.w, *w);
+  return (*w >> 9) < next.k;
+}
+
+BRONZE_PHILOX_COLD_FN float normal_f32_rejected(u32 w, u64 seed, u64 counter, u32 lane) {
+  float z;
+  for (u32 attempt = 1; !normal_f32_attempt(&w, attempt, seed, counter, lane, &z); ++attempt) {
+  }
+  return z;
 }
 
 // The standard normal of word w of block `counter`, lane `lane` (0-3).
@@ -175,6 +199,84 @@ BRONZE_PHILOX_FN float normal_f32(u32 w, const ZigLayer* layers, u64 seed, u64 c
   const u32 m = w >> 9;
   if (m < layer.k) return signed_by(f32_of_u23(m) * layer.w, w);
   return normal_f32_rejected(w, seed, counter, lane);
+}
+
+// float64 normals: the same ziggurat with double tables, element l of a
+// block taking the 64-bit word w = v[2l] << 32 | v[2l + 1] (layer: bits 0-7,
+// sign: bit 8, position: bits 12-63), its further attempts the blocks
+//   philox(key = seed, counter = (offset + i / 2, attempt, i % 2))
+// and the same algorithm in double.
+
+// m < 2^52 as a double, exactly.
+BRONZE_PHILOX_FN double f64_of_u52(u64 m) { return double_of(0x4330000000000000ull | m) - 4503599627370496.0; }
+
+// log(k / 2^53) for k in [1, 2^53] (within 2.7 ulp): as log_uniform24, the series to s^23.
+BRONZE_PHILOX_FN double log_uniform53(u64 k) {
+  int e = ilog2(k);
+  u64 kn = e <= 52 ? k << (52 - e) : k >> 1;  // exact: top bit at 2^52
+  double m = double_of(0x3ff0000000000000ull | (kn & 0xfffffffffffffull));  // [1, 2)
+  if (kn > 6369051672525772ull) {              // m > sqrt(2)
+    m *= 0.5;
+    e += 1;
+  }
+  double s = (m - 1.0) / (m + 1.0), z = s * s, series = 2.0 / 23.0;
+  for (int j = 10; j >= 0; --j) series = 2.0 / (2 * j + 1) + z * series;
+  double ef = static_cast<double>(e - 53);
+  return ef * 6.93147180369123816490e-01 + (ef * 1.90821492927058770002e-10 + s * series);  // ln 2, hi + lo
+}
+
+// exp(t) for t in [-40, 0] (within 1.2 ulp): as exp_nonpositive, the series to r^13.
+BRONZE_PHILOX_FN double exp_nonpositive64(double t) {
+  const double kf = t * 1.4426950408889634 + 6755399441055744.0;  // 1.5 * 2^52
+  const double nf = kf - 6755399441055744.0;
+  const int n = static_cast<int>(static_cast<long long>(bits_of(kf) - 0x4338000000000000ull));
+  const double r = (t - nf * 6.93147180369123816490e-01) - nf * 1.90821492927058770002e-10;
+  const double inv_factorial[13] = {1.0,         1.0 / 2,        1.0 / 6,         1.0 / 24,       1.0 / 120,
+                                    1.0 / 720,   1.0 / 5040,     1.0 / 40320,     1.0 / 362880,   1.0 / 3628800,
+                                    1.0 / 39916800, 1.0 / 479001600, 1.0 / 6227020800.0};  // 1/1! to 1/13!
+  double p = inv_factorial[12];
+  for (int j = 11; j >= 0; --j) p = p * r + inv_factorial[j];
+  return (p * r + 1.0) * double_of(static_cast<u64>(n + 1023) << 52);
+}
+
+BRONZE_PHILOX_FN double signed_by(double z, u64 w) { return (w & 0x100u) ? -z : z; }
+
+BRONZE_PHILOX_FN u64 word64(u32 hi, u32 lo) { return (static_cast<u64>(hi) << 32) | lo; }
+
+// normal_f32_attempt in double.
+BRONZE_PHILOX_FN bool normal_f64_attempt(u64* w, u32 attempt, u64 seed, u64 counter, u32 lane, double* z) {
+  const U32x4 e = philox4x32_10(static_cast<u32>(counter), static_cast<u32>(counter >> 32), attempt, lane,
+                                static_cast<u32>(seed), static_cast<u32>(seed >> 32));
+  const u32 layer = static_cast<u32>(*w & 0xffu);
+  if (layer == 0) {
+    const double x = -log_uniform53((word64(e.v[0], e.v[1]) >> 11) + 1u) * kZigInvR64;
+    const double y = -log_uniform53((word64(e.v[2], e.v[3]) >> 11) + 1u);
+    *z = signed_by(kZigR64 + x, *w);
+    return y + y > x * x;
+  }
+  const double zw = f64_of_u52(*w >> 12) * kZigLayers64[layer].w;
+  const double height = kZigF64[layer] + uniform_f64(e.v[0], e.v[1]) * (kZigF64[layer + 1] - kZigF64[layer]);
+  *z = signed_by(zw, *w);
+  if (height < exp_nonpositive64(-0.5 * zw * zw)) return true;
+  *w = word64(e.v[2], e.v[3]);
+  const ZigLayer64 next = kZigLayers64[*w & 0xffu];
+  *z = signed_by(f64_of_u52(*w >> 12) * next.w, *w);
+  return (*w >> 12) < next.k;
+}
+
+BRONZE_PHILOX_COLD_FN double normal_f64_rejected(u64 w, u64 seed, u64 counter, u32 lane) {
+  double z;
+  for (u32 attempt = 1; !normal_f64_attempt(&w, attempt, seed, counter, lane, &z); ++attempt) {
+  }
+  return z;
+}
+
+// The standard normal of 64-bit word w, element `lane` (0-1) of block `counter`.
+BRONZE_PHILOX_FN double normal_f64(u64 w, u64 seed, u64 counter, u32 lane) {
+  const ZigLayer64 layer = kZigLayers64[w & 0xffu];
+  const u64 m = w >> 12;
+  if (m < layer.k) return signed_by(f64_of_u52(m) * layer.w, w);
+  return normal_f64_rejected(w, seed, counter, lane);
 }
 
 }  // namespace bronze::philox

@@ -158,20 +158,6 @@ void arange(const View& out, double start, double step) {
   });
 }
 
-namespace {
-// Box-Muller in double precision for float64 normals: the CUDA backend
-// evaluates the same expression, so results agree to the last bit unless two
-// libms differ in the last place.
-inline void box_muller(philox::u32 x0, philox::u32 x1, double* n0, double* n1) {
-  double u1 = philox::uniform_f32_open0(x0);
-  double u2 = philox::uniform_f32(x1);
-  double r = std::sqrt(-2.0 * std::log(u1));
-  double theta = 6.283185307179586476925286766559 * u2;
-  *n0 = r * std::cos(theta);
-  *n1 = r * std::sin(theta);
-}
-}  // namespace
-
 void random(const View& out, const runtime::RandomParams& p) {
   const std::uint64_t seed = p.philox.seed, base = p.philox.offset;
   dispatch(out.dtype, [&](auto tag) {
@@ -195,21 +181,24 @@ void random(const View& out, const runtime::RandomParams& p) {
               dst[l] = convert<T>(p.a + u * (p.b - p.a));
             }
             break;
-          case runtime::RandomKind::Normal:
-            if (wide) {  // two doubles a block, each the first normal of its word pair
-              double v[2], unused;
-              box_muller(r.v[0], r.v[1], &v[0], &unused);
-              box_muller(r.v[2], r.v[3], &v[1], &unused);
-              for (std::int64_t l = 0; l < count; ++l) dst[l] = convert<T>(p.a + p.b * v[l]);
-            } else {  // float arithmetic that every IEEE machine rounds alike (philox.hpp)
+          case runtime::RandomKind::Normal: {
+            // IEEE arithmetic that every machine rounds alike (philox.hpp)
+            const std::uint64_t counter = base + static_cast<std::uint64_t>(blk);
+            if (wide) {
+              for (std::int64_t l = 0; l < count; ++l) {
+                const auto u = static_cast<philox::u32>(l);
+                double z = philox::normal_f64(philox::word64(r.v[2 * u], r.v[2 * u + 1]), seed, counter, u);
+                dst[l] = convert<T>(p.a + p.b * z);
+              }
+            } else {
               const float mean = static_cast<float>(p.a), stddev = static_cast<float>(p.b);
-              const std::uint64_t counter = base + static_cast<std::uint64_t>(blk);
               for (std::int64_t l = 0; l < count; ++l) {
                 float z = philox::normal_f32(r.v[l], philox::kZigLayers, seed, counter, static_cast<philox::u32>(l));
                 dst[l] = convert<T>(static_cast<double>(mean + stddev * z));
               }
             }
             break;
+          }
           case runtime::RandomKind::Int: {
             const std::uint64_t range = static_cast<std::uint64_t>(p.high - p.low);
             for (std::int64_t l = 0; l < count; ++l) {

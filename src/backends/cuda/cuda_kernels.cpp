@@ -191,30 +191,111 @@ std::string arange_source(DType t) {
                  store(t, "start + (double)i * step") + ";\n}\n");
 }
 
+namespace {
+// Writes Out w (PER elements) to block blk: one vector store when all `valid`
+// are in range and o is aligned, else element by element with constant
+// indices (a variable index would put w in local memory).
+const char* kStoreBlock =
+    "    if (aligned && valid == PER) {\n"
+    "      *(Out*)(o + blk * PER) = w;\n"
+    "    } else {\n"
+    "#pragma unroll\n"
+    "      for (int l = 0; l < PER; ++l)\n"
+    "        if (l < valid) o[blk * PER + l] = w.e[l];\n"
+    "    }\n";
+
+const char* kPhiloxInclude =
+    "#define BRONZE_PHILOX_FN __device__ inline\n"
+    "#define BRONZE_PHILOX_COLD_FN __device__ __noinline__\n"
+    "#define BRONZE_PHILOX_TABLE __device__ const\n"
+    "#include \"philox.hpp\"\n"
+    "namespace philox = bronze::philox;\n";
+
+// Float normals (philox.hpp's ziggurat). A word's rectangle test is a lookup
+// in a shared-memory copy of the layers. The 1.5% of words that fail it take
+// further attempts, about half of them more than one; a warp running those
+// in place would wait on its slowest lane every iteration (most warps hold
+// one such word among their 128). Instead a warp queues them in a ring and
+// runs one attempt on 32 of them at a time, every lane busy, re-queuing the
+// ones that need another; they overwrite placeholders the vector stores
+// wrote. The ring holds at most 31 + 4 * 32 + 32.
+std::string ziggurat_source(DType t) {
+  const std::string T = ctype(t), value = store(t, "(float)a + (float)b * z");
+  return program(std::string(kPhiloxInclude) +
+                 "enum { PER = 4 };\nstruct __align__(4 * sizeof(" + T + ")) Out { " + T + " e[4]; };\n"
+                 "struct Pending { i64 i; u32 w, attempt; };  // element, its current word, the attempt due\n"
+                 "__device__ __noinline__ void attempt(" + T + "* o, float a, float b, u64 seed, u64 base, Pending p,\n"
+                 "                                    Pending* queue, unsigned* tail) {\n"
+                 "  float z;\n"
+                 "  if (philox::normal_f32_attempt(&p.w, p.attempt, seed, base + (u64)(p.i >> 2), (u32)(p.i & 3), &z)) {\n"
+                 "    o[p.i] = " + value + ";\n"
+                 "  } else {\n    p.attempt += 1;\n    queue[atomicAdd(tail, 1u) & 255] = p;\n  }\n}\n"
+                 "extern \"C\" __global__ void __launch_bounds__(256) k(" + T +
+                 "* o, u64 seed, u64 base, double a64, double b64, i64 low, i64 high, Geometry g) {\n"
+                 "  __shared__ philox::ZigLayer layers[256];\n"
+                 "  __shared__ Pending ring[8][256];\n"
+                 "  __shared__ unsigned ring_tail[8];\n"
+                 "  for (int l = threadIdx.x; l < 256; l += blockDim.x) layers[l] = philox::kZigLayers[l];\n"
+                 "  if (threadIdx.x < 8) ring_tail[threadIdx.x] = 0;\n"
+                 "  __syncthreads();\n"
+                 "  const float a = (float)a64, b = (float)b64;\n"
+                 "  const unsigned lane = threadIdx.x & 31;\n"
+                 "  Pending* queue = ring[threadIdx.x >> 5];\n"
+                 "  unsigned* tail = &ring_tail[threadIdx.x >> 5];\n"
+                 "  unsigned head = 0;  // the same in every lane\n"
+                 "  // The ring's tail as every lane sees it: no lane queues more until all have read it.\n"
+                 "  auto queued = [&] {\n"
+                 "    __syncwarp();\n    const unsigned t = *(volatile unsigned*)tail;\n    __syncwarp();\n    return t;\n  };\n"
+                 "  const i64 blocks = (g.n + 3) / 4;\n"
+                 "  const bool aligned = ((u64)o % sizeof(Out)) == 0;\n"
+                 "  // Warp-uniform trip count: the whole warp reaches every __syncwarp.\n"
+                 "  for (i64 first = blockIdx.x * (i64)blockDim.x + (threadIdx.x & ~31u); first < blocks;\n"
+                 "       first += (i64)gridDim.x * blockDim.x) {\n"
+                 "    const i64 blk = first + lane, left = g.n - blk * 4;\n"
+                 "    const int valid = left >= 4 ? 4 : left > 0 ? (int)left : 0;\n"
+                 "    const philox::U32x4 r = philox::block(seed, base + (u64)blk);\n"
+                 "    Out w;\n"
+                 "    unsigned rejected = 0;  // bit l: word l failed its rectangle test\n"
+                 "#pragma unroll\n"
+                 "    for (int l = 0; l < 4; ++l) {\n"
+                 "      const philox::ZigLayer layer = layers[r.v[l] & 0xffu];\n"
+                 "      const u32 m = r.v[l] >> 9;\n"
+                 "      const float z = philox::signed_by(philox::f32_of_u23(m) * layer.w, r.v[l]);\n"
+                 "      w.e[l] = " + value + ";\n"
+                 "      rejected |= (unsigned)(m >= layer.k) << l;\n"
+                 "    }\n"
+                 "    rejected &= (1u << valid) - 1;\n"
+                 "    if (rejected) {\n"
+                 "      unsigned slot = atomicAdd(tail, (unsigned)__popc(rejected));\n"
+                 "#pragma unroll\n"
+                 "      for (int l = 0; l < 4; ++l)\n"
+                 "        if (rejected >> l & 1) queue[slot++ & 255] = Pending{blk * 4 + l, r.v[l], 1u};\n"
+                 "    }\n" + kStoreBlock +
+                 "    for (; queued() - head >= 32; head += 32) attempt(o, a, b, seed, base, queue[(head + lane) & 255], queue, tail);\n"
+                 "  }\n"
+                 "  for (unsigned t; (t = queued()) != head; head += min(t - head, 32u))\n"
+                 "    if (lane < t - head) attempt(o, a, b, seed, base, queue[(head + lane) & 255], queue, tail);\n"
+                 "}\n");
+}
+}  // namespace
+
 // The CPU's mapping (philox.hpp, cpu_kernels.cpp random()), one thread per
 // Philox block: the same seed and offset give the same numbers. A thread
 // makes its block's `per` elements at once and writes them with one vector
 // store when they are all in range: per * sizeof(T) is 4 to 16 bytes and the
-// output is contiguous. Float normals read the ziggurat's layers from a copy
-// in shared memory (2 KB): four random lookups a block.
+// output is contiguous.
 std::string random_source(DType t, runtime::RandomKind kind, bool wide) {
+  if (kind == runtime::RandomKind::Normal && !wide) return ziggurat_source(t);
   const std::string per = wide ? "2" : "4", T = ctype(t);
-  std::string setup;  // before the grid loop
-  std::string make;   // fills double/i64 v[per] from block r
+  std::string make;  // fills double/i64 v[per] from block r
   switch (kind) {
     case runtime::RandomKind::Uniform:
       make = wide ? "    for (int l = 0; l < 2; ++l) v[l] = a + philox::uniform_f64(r.v[2 * l], r.v[2 * l + 1]) * (b - a);\n"
                   : "    for (int l = 0; l < 4; ++l) v[l] = a + (double)philox::uniform_f32(r.v[l]) * (b - a);\n";
       break;
-    case runtime::RandomKind::Normal:  // wide: double Box-Muller, the first normal of each pair; else float throughout
-      make = wide ? "    double s0, s1;\n    box_muller(r.v[0], r.v[1], &v[0], &s0);\n    box_muller(r.v[2], r.v[3], &v[1], &s1);\n"
-                    "    v[0] = a + b * v[0]; v[1] = a + b * v[1];\n"
-                  : "    for (int l = 0; l < 4; ++l)\n"
-                    "      v[l] = (double)((float)a + (float)b * philox::normal_f32(r.v[l], layers, seed, base + (u64)blk, l));\n";
-      if (!wide)
-        setup = "  __shared__ philox::ZigLayer layers[256];\n"
-                "  for (int l = threadIdx.x; l < 256; l += blockDim.x) layers[l] = philox::kZigLayers[l];\n"
-                "  __syncthreads();\n";
+    case runtime::RandomKind::Normal:  // float64 (float is ziggurat_source)
+      make = "    for (int l = 0; l < 2; ++l)\n"
+             "      v[l] = a + b * philox::normal_f64(philox::word64(r.v[2 * l], r.v[2 * l + 1]), seed, base + (u64)blk, l);\n";
       break;
     case runtime::RandomKind::Int:
       make = std::string("    for (int l = 0; l < ") + per + "; ++l) v[l] = low + (i64)(" +
@@ -222,26 +303,17 @@ std::string random_source(DType t, runtime::RandomKind kind, bool wide) {
       break;
   }
   const char* vt = kind == runtime::RandomKind::Int ? "i64" : "double";
-  return program(std::string("#define BRONZE_PHILOX_FN __device__ inline\n"
-                             "#define BRONZE_PHILOX_COLD_FN __device__ __noinline__\n"
-                             "#define BRONZE_PHILOX_TABLE __device__ const\n#include \"philox.hpp\"\n"
-                             "namespace philox = bronze::philox;\n"
-                             "__device__ inline void box_muller(unsigned x0, unsigned x1, double* n0, double* n1) {\n"
-                             "  double u1 = philox::uniform_f32_open0(x0), u2 = philox::uniform_f32(x1);\n"
-                             "  double r = sqrt(-2.0 * log(u1)), s, c;\n"
-                             "  sincos(6.283185307179586476925286766559 * u2, &s, &c);\n"
-                             "  *n0 = r * c;\n  *n1 = r * s;\n}\n"
-                             "struct __align__(" + per + " * sizeof(" + T + ")) Out { " + T + " e[" + per + "]; };\n"
-                             "extern \"C\" __global__ void k(") +
-                 T + "* o, u64 seed, u64 base, double a, double b, i64 low, i64 high, Geometry g) {\n"
+  return program(std::string(kPhiloxInclude) +
+                 "enum { PER = " + per + " };\nstruct __align__(PER * sizeof(" + T + ")) Out { " + T + " e[PER]; };\n"
+                 "extern \"C\" __global__ void k(" + T +
+                 "* o, u64 seed, u64 base, double a, double b, i64 low, i64 high, Geometry g) {\n"
                  "  const i64 blocks = (g.n + " + per + " - 1) / " + per + ";\n"
-                 "  const bool aligned = ((u64)o % sizeof(Out)) == 0;\n" + setup +
+                 "  const bool aligned = ((u64)o % sizeof(Out)) == 0;\n"
                  "  for (i64 blk = blockIdx.x * (i64)blockDim.x + threadIdx.x; blk < blocks; blk += (i64)gridDim.x * blockDim.x) {\n"
                  "    philox::U32x4 r = philox::block(seed, base + (u64)blk);\n    " + vt + " v[" + per + "];\n" + make +
                  "    Out w;\n    for (int l = 0; l < " + per + "; ++l) w.e[l] = " + store(t, "v[l]") + ";\n"
-                 "    const i64 i0 = blk * " + per + ";\n"
-                 "    if (aligned && i0 + " + per + " <= g.n) {\n      *(Out*)(o + i0) = w;\n    } else {\n"
-                 "      for (int l = 0; l < " + per + " && i0 + l < g.n; ++l) o[i0 + l] = w.e[l];\n    }\n  }\n}\n");
+                 "    const i64 left = g.n - blk * " + per + ";\n"
+                 "    const int valid = left >= " + per + " ? " + per + " : (int)left;\n" + kStoreBlock + "  }\n}\n");
 }
 
 }  // namespace bronze::cuda
