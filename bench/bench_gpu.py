@@ -50,9 +50,12 @@ def main():
 
     m = 1 << 26  # 64M floats, 256 MiB
     bytes_out = 4 * m
-    ours = best(lambda: bronze.randn(m, device=DEV), bsync)
+    randn = best(lambda: bronze.randn(m, device=DEV), bsync)
     peer = best(lambda: torch.randn(m, device="cuda"), tsync)
-    row("randn 64M float32", bytes_out / ours / 1e9, bytes_out / peer / 1e9, "torch.randn", "GB/s", True)
+    row("randn 64M float32", bytes_out / randn / 1e9, bytes_out / peer / 1e9, "torch.randn", "GB/s", True)
+    ours = best(lambda: bronze.randn(m // 2, dtype=bronze.float64, device=DEV), bsync)
+    peer = best(lambda: torch.randn(m // 2, dtype=torch.float64, device="cuda"), tsync)
+    row("randn 32M float64", bytes_out / ours / 1e9, bytes_out / peer / 1e9, "torch.randn", "GB/s", True)
 
     a, b = bronze.randn(m, device=DEV), bronze.randn(m, device=DEV)
     ta, tb = torch.randn(m, device="cuda"), torch.randn(m, device="cuda")
@@ -61,6 +64,8 @@ def main():
     copy = best(lambda: ta.clone(), tsync)
     row("a + b, 64M float32", 3 * bytes_out / ours / 1e9, 3 * bytes_out / peer / 1e9, "torch a + b", "GB/s", True)
     row("a + b vs copy bandwidth", 3 * bytes_out / ours / 1e9, 2 * bytes_out / copy / 1e9, "torch clone (D2D copy)", "GB/s", True)
+    row("randn float32 vs copy bandwidth", bytes_out / randn / 1e9, 2 * bytes_out / copy / 1e9, "torch clone (D2D copy)",
+        "GB/s", True)
 
     # An elementwise Metal kernel (float4 loads) against the copy bandwidth.
     add = bronze.compile_shader("""
