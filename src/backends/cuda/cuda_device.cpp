@@ -246,7 +246,7 @@ class CudaDevice final : public runtime::DeviceImpl {
     Geometry g = geometry({&dst});
     void* d = dst.data;
     void* args[] = {&d, &pattern, &g};
-    kernels_.launch_1d(kernels_.get(fill64_source()), g.n, st, args);
+    kernels_.launch_1d(kernels_.get(KernelCache::key(KernelCache::kFill64), [] { return fill64_source(); }), g.n, st, args);
   }
 
   void copy(runtime::StreamImpl& s, const runtime::View& dst, const runtime::View& src) override {
@@ -263,7 +263,9 @@ class CudaDevice final : public runtime::DeviceImpl {
     void* d = dst.data;
     void* p = src.data;
     void* args[] = {&d, &p, &g};
-    kernels_.launch_1d(kernels_.get(copy_source(dst.dtype, src.dtype)), g.n, cs(s).handle(), args);
+    CUfunction f = kernels_.get(KernelCache::key(KernelCache::kCopy, unsigned(dst.dtype), unsigned(src.dtype)),
+                                [&] { return copy_source(dst.dtype, src.dtype); });
+    kernels_.launch_1d(f, g.n, cs(s).handle(), args);
   }
   void binary(runtime::StreamImpl& s, runtime::BinaryOp op, const runtime::View& out, const runtime::View& a,
               const runtime::View& b) override {
@@ -279,7 +281,9 @@ class CudaDevice final : public runtime::DeviceImpl {
     Geometry g = geometry({&out});
     void* o = out.data;
     void* args[] = {&o, &start, &step, &g};
-    kernels_.launch_1d(kernels_.get(arange_source(out.dtype)), g.n, cs(s).handle(), args);
+    CUfunction f = kernels_.get(KernelCache::key(KernelCache::kArange, unsigned(out.dtype)),
+                                [&] { return arange_source(out.dtype); });
+    kernels_.launch_1d(f, g.n, cs(s).handle(), args);
   }
   void random(runtime::StreamImpl& s, const runtime::View& out, const runtime::RandomParams& p) override {
     ctx_.make_current();
@@ -292,8 +296,10 @@ class CudaDevice final : public runtime::DeviceImpl {
     long long low = p.low, high = p.high;
     void* args[] = {&o, &seed, &base, &a, &b, &low, &high, &g};
     // Exact floating point (no FMA contraction): the CPU's numbers, bit for bit.
-    kernels_.launch_1d(kernels_.get(random_source(out.dtype, p.kind, wide), true), (g.n + (wide ? 1 : 3)) / (wide ? 2 : 4),
-                       cs(s).handle(), args, kernels_.resident_blocks());
+    CUfunction f = kernels_.get(KernelCache::key(KernelCache::kRandom, unsigned(out.dtype), unsigned(p.kind), wide),
+                                [&] { return random_source(out.dtype, p.kind, wide); }, true);
+    const long long per = p.per_block(out.dtype);
+    kernels_.launch_1d(f, (g.n + per - 1) / per, cs(s).handle(), args, kernels_.resident_blocks());
   }
   void matmul(runtime::StreamImpl& s, const runtime::View& out, const runtime::View& a,
               const runtime::View& b) override {
@@ -336,8 +342,9 @@ class CudaDevice final : public runtime::DeviceImpl {
     const bool vec = g.nd == 1 && aligned(o) && aligned(x) && (!b || aligned(y));
     void* args[] = {&o, &x, &y, &yf, &yi, &g};
     const std::int64_t per_thread = vec ? 16 / static_cast<std::int64_t>(element_size(out.dtype)) : 1;
-    kernels_.launch_1d(kernels_.get(binary_source(out.dtype, op, b == nullptr, vec)), (g.n + per_thread - 1) / per_thread,
-                       cs(s).handle(), args);
+    CUfunction f = kernels_.get(KernelCache::key(KernelCache::kBinary, unsigned(out.dtype), unsigned(op), b == nullptr, vec),
+                                [&] { return binary_source(out.dtype, op, b == nullptr, vec); });
+    kernels_.launch_1d(f, (g.n + per_thread - 1) / per_thread, cs(s).handle(), args);
   }
 
   // Two waves of resident 256-thread blocks.

@@ -113,10 +113,9 @@ std::vector<char> compile_tensor_kernel(const std::string& source, int arch, boo
                        arch, opts);
 }
 
-CUfunction KernelCache::get(const std::string& source, bool exact_fp) {
+CUfunction KernelCache::build(std::uint64_t key, const std::string& source, bool exact_fp) {
   std::lock_guard<std::mutex> lock(mu_);
-  std::string key = (exact_fp ? "exact\n" : "") + source;
-  auto it = fns_.find(key);
+  auto it = fns_.find(key);  // another thread may have built it meanwhile
   if (it != fns_.end()) return it->second;
   std::vector<char> cubin = compile_tensor_kernel(source, arch_, exact_fp);
   CUmodule m = nullptr;

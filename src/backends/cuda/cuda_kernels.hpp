@@ -3,8 +3,9 @@
 // disk), launched on a 1-D grid with a grid-stride loop.
 #pragma once
 
-#include <map>
+#include <cstdint>
 #include <mutex>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -33,8 +34,23 @@ class KernelCache {
   KernelCache(int arch, long long resident_blocks) : arch_(arch), resident_blocks_(resident_blocks) {}
   int arch() const { return arch_; }
   long long resident_blocks() const { return resident_blocks_; }
-  // The function "k" of `source`; the device's context must be current.
-  CUfunction get(const std::string& source, bool exact_fp = false);
+  // Which generated kernel (kind and the arguments of its *_source), packed
+  // so that a launch finds its function without building the source.
+  enum Kind : unsigned { kFill64, kCopy, kArange, kRandom, kBinary };
+  static std::uint64_t key(Kind kind, unsigned a = 0, unsigned b = 0, unsigned c = 0, unsigned d = 0) {
+    return kind | a << 8 | b << 16 | static_cast<std::uint64_t>(c) << 24 | static_cast<std::uint64_t>(d) << 32;
+  }
+  // The function "k" of the source make() returns, compiled on the key's
+  // first use; the device's context must be current.
+  template <typename Make>
+  CUfunction get(std::uint64_t key, Make&& make, bool exact_fp = false) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = fns_.find(key);
+      if (it != fns_.end()) return it->second;
+    }
+    return build(key, make(), exact_fp);
+  }
   // Launches f over n work items (threads of its grid-stride loop) in at
   // most max_blocks blocks of 256. Memory-bound kernels stream best with a
   // block per 256 items (a + b: 4110 GB/s vs 3854 with resident_blocks());
@@ -42,10 +58,12 @@ class KernelCache {
   void launch_1d(CUfunction f, long long n, CUstream s, void** args, long long max_blocks = 65536) const;
 
  private:
+  CUfunction build(std::uint64_t key, const std::string& source, bool exact_fp);
+
   int arch_;
   long long resident_blocks_;
   std::mutex mu_;
-  std::map<std::string, CUfunction> fns_;
+  std::unordered_map<std::uint64_t, CUfunction> fns_;
 };
 
 std::string copy_source(DType dst, DType src);
