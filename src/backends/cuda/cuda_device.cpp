@@ -246,7 +246,8 @@ class CudaDevice final : public runtime::DeviceImpl {
     Geometry g = geometry({&dst});
     void* d = dst.data;
     void* args[] = {&d, &pattern, &g};
-    kernels_.launch_1d(kernels_.get(KernelCache::key(KernelCache::kFill64), [] { return fill64_source(); }), g.n, st, args);
+    CUfunction f = kernels_.get(KernelCache::key(KernelCache::kFill64), [] { return fill64_source(); });
+    kernels_.launch_1d(f, g.n, st, args);
   }
 
   void copy(runtime::StreamImpl& s, const runtime::View& dst, const runtime::View& src) override {
@@ -342,8 +343,9 @@ class CudaDevice final : public runtime::DeviceImpl {
     const bool vec = g.nd == 1 && aligned(o) && aligned(x) && (!b || aligned(y));
     void* args[] = {&o, &x, &y, &yf, &yi, &g};
     const std::int64_t per_thread = vec ? 16 / static_cast<std::int64_t>(element_size(out.dtype)) : 1;
-    CUfunction f = kernels_.get(KernelCache::key(KernelCache::kBinary, unsigned(out.dtype), unsigned(op), b == nullptr, vec),
-                                [&] { return binary_source(out.dtype, op, b == nullptr, vec); });
+    const bool scalar = b == nullptr;
+    CUfunction f = kernels_.get(KernelCache::key(KernelCache::kBinary, unsigned(out.dtype), unsigned(op), scalar, vec),
+                                [&] { return binary_source(out.dtype, op, scalar, vec); });
     kernels_.launch_1d(f, (g.n + per_thread - 1) / per_thread, cs(s).handle(), args);
   }
 
