@@ -108,7 +108,7 @@ TEST(CudaKernels, GeneratedSourcesCompileWithNvrtc) {
       sources.push_back({bronze::cuda::random_source(t, k, t == DType::Float64), true});
   }
   sources.push_back({bronze::cuda::random_source(DType::Int64, bronze::runtime::RandomKind::Int, true), true});
-  sources.push_back({bronze::cuda::fill64_source(), false});
+  for (unsigned bytes : {1u, 2u, 4u, 8u}) sources.push_back({bronze::cuda::fill_source(bytes), false});
   for (const auto& [src, exact] : sources) {
     std::vector<char> cubin;
     ASSERT_NO_THROW(cubin = bronze::cuda::compile_tensor_kernel(src, 90, exact)) << src;

@@ -147,6 +147,20 @@ def test_philox_streams_are_bit_identical_to_cpu(dtype):
     assert bronze.get_rng_state(CUDA).numpy().tolist() == bronze.get_rng_state("cpu").numpy().tolist()
 
 
+def test_fill_of_strided_views_writes_only_their_elements():
+    torch = pytest.importorskip("torch")
+    for tdtype, value in ((torch.uint8, 7), (torch.float16, 1.5), (torch.int32, -3), (torch.float64, 1.0)):
+        base = torch.zeros(4, 6, dtype=tdtype, device="cuda")
+        bronze.from_dlpack(base[:, ::2]).fill_(value)
+        bronze.synchronize(CUDA)
+        want = torch.zeros(4, 6, dtype=tdtype)
+        want[:, ::2] = value
+        assert torch.equal(base.cpu(), want), tdtype
+    t = bronze.zeros((3, 5), dtype=bronze.float64, device=CUDA).t()
+    assert not t.is_contiguous()
+    assert (t.fill_(2.5).numpy() == 2.5).all()
+
+
 def test_vectorized_kernels_handle_misaligned_and_ragged_views():
     """Random and elementwise kernels use 128-bit accesses when they can; a
     view one element into a torch buffer, of a ragged length, takes the

@@ -126,12 +126,6 @@ class CudaEvent final : public runtime::EventImpl {
   CUevent e_ = nullptr;
 };
 
-[[noreturn]] void not_yet(const char* what) {
-  throw NotSupportedError(std::string(what) +
-                          " on CUDA is not implemented yet (the CUDA tensor kernels and shaders are the next "
-                          "milestone); run it on the CPU device");
-}
-
 CUdeviceptr dptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
 
 class CudaDevice final : public runtime::DeviceImpl {
@@ -220,7 +214,6 @@ class CudaDevice final : public runtime::DeviceImpl {
   void fill(runtime::StreamImpl& s, const runtime::View& dst, Scalar v) override {
     ctx_.make_current();
     OpTimer timer(timeline_, cs(s).handle(), s.id(), "fill", "fill");
-    if (!dst.contiguous()) not_yet("fill of a strided tensor");
     const std::size_t n = static_cast<std::size_t>(dst.numel()), es = element_size(dst.dtype);
     std::uint8_t bytes[8] = {};
     runtime::dispatch(dst.dtype, [&](auto tag) {
@@ -230,6 +223,7 @@ class CudaDevice final : public runtime::DeviceImpl {
       std::memcpy(bytes, &value, sizeof(T));
     });
     CUstream st = cs(s).handle();
+    if (!dst.contiguous()) return fill_kernel(st, dst, bytes);
     if (es == 1) return check(driver()->cuMemsetD8Async(dptr(dst.data), bytes[0], n, st), "cuMemsetD8Async");
     if (es == 2) {
       std::uint16_t w;
@@ -240,14 +234,7 @@ class CudaDevice final : public runtime::DeviceImpl {
     std::memcpy(&lo, bytes, 4);
     std::memcpy(&hi, bytes + 4, 4);
     if (es == 4 || lo == hi) return check(driver()->cuMemsetD32Async(dptr(dst.data), lo, n * es / 4, st), "cuMemsetD32Async");
-    // 8-byte values with distinct halves (1.0 as float64): a kernel.
-    std::uint64_t pattern;
-    std::memcpy(&pattern, bytes, 8);
-    Geometry g = geometry({&dst});
-    void* d = dst.data;
-    void* args[] = {&d, &pattern, &g};
-    CUfunction f = kernels_.get(KernelCache::key(KernelCache::kFill64), [] { return fill64_source(); });
-    kernels_.launch_1d(f, g.n, st, args);
+    fill_kernel(st, dst, bytes);  // 8-byte values with distinct halves (1.0 as float64)
   }
 
   void copy(runtime::StreamImpl& s, const runtime::View& dst, const runtime::View& src) override {
@@ -330,6 +317,17 @@ class CudaDevice final : public runtime::DeviceImpl {
   }
 
  private:
+  // dst's elements (any strides) = the element_size(dst.dtype) bytes of `value`.
+  void fill_kernel(CUstream st, const runtime::View& dst, const std::uint8_t* value) {
+    std::uint64_t pattern = 0;  // little-endian: the element in the low bytes
+    const unsigned es = static_cast<unsigned>(element_size(dst.dtype));
+    std::memcpy(&pattern, value, es);
+    Geometry g = geometry({&dst});
+    void* d = dst.data;
+    void* args[] = {&d, &pattern, &g};
+    CUfunction f = kernels_.get(KernelCache::key(KernelCache::kFill, es), [es] { return fill_source(es); });
+    kernels_.launch_1d(f, g.n, st, args);
+  }
   // out = a (op) b, or a (op) scalar when b is null; views already broadcast.
   void elementwise(runtime::StreamImpl& s, runtime::BinaryOp op, const runtime::View& out, const runtime::View& a,
                    const runtime::View* b, double yf, long long yi) {

@@ -180,8 +180,10 @@ std::string binary_source(DType t, runtime::BinaryOp op, bool scalar_operand, bo
                  "  for (i64 i = nv * W + tid; i < g.n; i += step) {\n    " + element("o[i]", "a[i]", "b[i]") + "\n  }\n}\n");
 }
 
-std::string fill64_source() {
-  return program("extern \"C\" __global__ void k(u64* d, u64 v, Geometry g) {\n  " BRONZE_GRID_LOOP " d[i] = v;\n}\n");
+std::string fill_source(unsigned bytes) {
+  const std::string T = bytes == 1 ? "unsigned char" : bytes == 2 ? "u16" : bytes == 4 ? "u32" : "u64";
+  return program("extern \"C\" __global__ void k(" + T + "* d, u64 v, Geometry g) {\n  " BRONZE_GRID_LOOP
+                 " d[offset_of(g, 0, i)] = (" + T + ")v;\n}\n");
 }
 
 std::string arange_source(DType t) {

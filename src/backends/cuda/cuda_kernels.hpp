@@ -36,7 +36,7 @@ class KernelCache {
   long long resident_blocks() const { return resident_blocks_; }
   // Which generated kernel (kind and the arguments of its *_source), packed
   // so that a launch finds its function without building the source.
-  enum Kind : unsigned { kFill64, kCopy, kArange, kRandom, kBinary };
+  enum Kind : unsigned { kFill, kCopy, kArange, kRandom, kBinary };
   static std::uint64_t key(Kind kind, unsigned a = 0, unsigned b = 0, unsigned c = 0, unsigned d = 0) {
     return kind | a << 8 | b << 16 | static_cast<std::uint64_t>(c) << 24 | static_cast<std::uint64_t>(d) << 32;
   }
@@ -69,7 +69,7 @@ class KernelCache {
 std::string copy_source(DType dst, DType src);
 // vectorized: every operand contiguous and 16-byte aligned (128-bit accesses).
 std::string binary_source(DType t, runtime::BinaryOp op, bool scalar_operand, bool vectorized);
-std::string fill64_source();  // 8-byte pattern fill of a contiguous buffer
+std::string fill_source(unsigned bytes);  // a 1-, 2-, 4- or 8-byte pattern into every element, any strides
 std::string arange_source(DType t);
 std::string random_source(DType t, runtime::RandomKind kind, bool wide);
 
