@@ -51,17 +51,31 @@ BRONZE_PHILOX_FN void mulhilo(u32 a, u32 b, u32* hi, u32* lo) {
 }
 #endif
 
-BRONZE_PHILOX_FN U32x4 philox4x32_10(u32 c0, u32 c1, u32 c2, u32 c3, u32 k0, u32 k1) {
+// The keys of the ten rounds: the key (k0, k1) bumped by the Weyl constants.
+struct RoundKeys {
+  u32 k0[10], k1[10];
+};
+BRONZE_PHILOX_FN RoundKeys round_keys(u32 k0, u32 k1) {
+  RoundKeys keys;
   for (int round = 0; round < 10; ++round) {
-    if (round > 0) {
-      k0 += 0x9E3779B9u;
-      k1 += 0xBB67AE85u;
-    }
+    keys.k0[round] = k0 + static_cast<u32>(round) * 0x9E3779B9u;
+    keys.k1[round] = k1 + static_cast<u32>(round) * 0xBB67AE85u;
+  }
+  return keys;
+}
+BRONZE_PHILOX_FN RoundKeys round_keys(u64 seed) {
+  return round_keys(static_cast<u32>(seed), static_cast<u32>(seed >> 32));
+}
+
+// GPU kernels take a seed's RoundKeys as a kernel parameter: the rounds read
+// them from the constant bank rather than recomputing them for every block.
+BRONZE_PHILOX_FN U32x4 philox4x32_10(u32 c0, u32 c1, u32 c2, u32 c3, const RoundKeys& keys) {
+  for (int round = 0; round < 10; ++round) {
     u32 hi0, lo0, hi1, lo1;
     mulhilo(0xD2511F53u, c0, &hi0, &lo0);
     mulhilo(0xCD9E8D57u, c2, &hi1, &lo1);
-    u32 n0 = hi1 ^ c1 ^ k0;
-    u32 n2 = hi0 ^ c3 ^ k1;
+    u32 n0 = hi1 ^ c1 ^ keys.k0[round];
+    u32 n2 = hi0 ^ c3 ^ keys.k1[round];
     c0 = n0;
     c1 = lo1;
     c2 = n2;
@@ -70,12 +84,15 @@ BRONZE_PHILOX_FN U32x4 philox4x32_10(u32 c0, u32 c1, u32 c2, u32 c3, u32 k0, u32
   U32x4 r = {{c0, c1, c2, c3}};
   return r;
 }
+BRONZE_PHILOX_FN U32x4 philox4x32_10(u32 c0, u32 c1, u32 c2, u32 c3, u32 k0, u32 k1) {
+  return philox4x32_10(c0, c1, c2, c3, round_keys(k0, k1));
+}
 
 // The block for counter `block` (offset + i / per_block) under `seed`.
-BRONZE_PHILOX_FN U32x4 block(u64 seed, u64 counter) {
-  return philox4x32_10(static_cast<u32>(counter), static_cast<u32>(counter >> 32), 0u, 0u,
-                       static_cast<u32>(seed), static_cast<u32>(seed >> 32));
+BRONZE_PHILOX_FN U32x4 block(const RoundKeys& keys, u64 counter) {
+  return philox4x32_10(static_cast<u32>(counter), static_cast<u32>(counter >> 32), 0u, 0u, keys);
 }
+BRONZE_PHILOX_FN U32x4 block(u64 seed, u64 counter) { return block(round_keys(seed), counter); }
 
 }  // namespace bronze::philox
 

@@ -11,6 +11,7 @@
 #include "bronze/error.hpp"
 #include "runtime/dtype_dispatch.hpp"
 #include "runtime/host_memory.hpp"
+#include "runtime/philox.hpp"
 #include "runtime/stream_set.hpp"
 
 namespace bronze::cuda {
@@ -282,7 +283,8 @@ class CudaDevice final : public runtime::DeviceImpl {
     unsigned long long seed = p.philox.seed, base = p.philox.offset;
     double a = p.a, b = p.b;
     long long low = p.low, high = p.high;
-    void* args[] = {&o, &seed, &base, &a, &b, &low, &high, &g};
+    philox::RoundKeys keys = philox::round_keys(seed);
+    void* args[] = {&o, &seed, &base, &a, &b, &low, &high, &g, &keys};
     // Exact floating point (no FMA contraction): the CPU's numbers, bit for bit.
     CUfunction f = kernels_.get(KernelCache::key(KernelCache::kRandom, unsigned(out.dtype), unsigned(p.kind), wide),
                                 [&] { return random_source(out.dtype, p.kind, wide); }, true);

@@ -232,7 +232,8 @@ std::string ziggurat_source(DType t) {
                  "    o[p.i] = " + value + ";\n"
                  "  } else {\n    p.attempt += 1;\n    queue[atomicAdd(tail, 1u) & 255] = p;\n  }\n}\n"
                  "extern \"C\" __global__ void __launch_bounds__(256) k(" + T +
-                 "* o, u64 seed, u64 base, double a64, double b64, i64 low, i64 high, Geometry g) {\n"
+                 "* o, u64 seed, u64 base, double a64, double b64, i64 low, i64 high, Geometry g,\n"
+                 "    philox::RoundKeys keys) {\n"
                  "  // Indexed by a word's layer and sign bits, the width signed: -(m w) is m (-w) exactly.\n"
                  "  __shared__ philox::ZigLayer layers[512];\n"
                  "  __shared__ Pending ring[8][256];\n"
@@ -258,7 +259,7 @@ std::string ziggurat_source(DType t) {
                  "  for (i64 first = blockIdx.x * (i64)blockDim.x + (threadIdx.x & ~31u); first < blocks;\n"
                  "       first += (i64)gridDim.x * blockDim.x) {\n"
                  "    const i64 blk = first + lane;\n"
-                 "    const philox::U32x4 r = philox::block(seed, base + (u64)blk);\n"
+                 "    const philox::U32x4 r = philox::block(keys, base + (u64)blk);\n"
                  "    Out w;\n"
                  "    unsigned rejected = 0;  // bit l: word l failed its rectangle test\n"
                  "#pragma unroll\n"
@@ -322,11 +323,12 @@ std::string random_source(DType t, runtime::RandomKind kind, bool wide) {
   return program(std::string(kPhiloxInclude) +
                  "enum { PER = " + per + " };\nstruct __align__(PER * sizeof(" + T + ")) Out { " + T + " e[PER]; };\n"
                  "extern \"C\" __global__ void k(" + T +
-                 "* o, u64 seed, u64 base, double a, double b, i64 low, i64 high, Geometry g) {\n"
+                 "* o, u64 seed, u64 base, double a, double b, i64 low, i64 high, Geometry g,\n"
+                 "    philox::RoundKeys keys) {\n"
                  "  const i64 blocks = (g.n + " + per + " - 1) / " + per + ";\n"
                  "  const bool aligned = ((u64)o % sizeof(Out)) == 0;\n"
                  "  for (i64 blk = blockIdx.x * (i64)blockDim.x + threadIdx.x; blk < blocks; blk += (i64)gridDim.x * blockDim.x) {\n"
-                 "    philox::U32x4 r = philox::block(seed, base + (u64)blk);\n    " + vt + " v[" + per + "];\n" + make +
+                 "    philox::U32x4 r = philox::block(keys, base + (u64)blk);\n    " + vt + " v[" + per + "];\n" + make +
                  "    Out w;\n    for (int l = 0; l < " + per + "; ++l) w.e[l] = " + store(t, "v[l]") + ";\n"
                  "    const i64 left = g.n - blk * " + per + ";\n"
                  "    const int valid = left >= " + per + " ? " + per + " : (int)left;\n" + kStoreBlock + "  }\n}\n");
