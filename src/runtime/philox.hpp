@@ -114,7 +114,7 @@ BRONZE_PHILOX_FN double uniform_f64(u32 hi, u32 lo) {
 // with --fmad=false, the CPU file with -ffp-contract=off), so every IEEE
 // machine produces the same bits. Element i's word w (as above) gives the
 // layer (bits 0-7), the sign (bit 8) and the position m in the layer (bits
-// 9-31); the 99% of words inside the layer's rectangle cost a table lookup
+// 9-31); the 98.5% of words inside the layer's rectangle cost a table lookup
 // and a multiply. The rest continue with the element's own blocks
 //   philox(key = seed, counter = (offset + i / 4, attempt = 1, 2, ..., i % 4))
 // which no op's main blocks (third word 0) ever use.

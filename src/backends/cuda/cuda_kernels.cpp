@@ -213,13 +213,13 @@ const char* kPhiloxInclude =
     "namespace philox = bronze::philox;\n";
 
 // Float normals (philox.hpp's ziggurat). A word's rectangle test is a lookup
-// in a shared-memory copy of the layers (with the sign folded in). The 1.5% of words that fail it take
-// further attempts, about half of them more than one; a warp running those
-// in place would wait on its slowest lane every iteration (most warps hold
-// one such word among their 128). Instead a warp queues them in a ring and
-// runs one attempt on 32 of them at a time, every lane busy, re-queuing the
-// ones that need another; they overwrite placeholders the vector stores
-// wrote. The ring holds at most 31 + 4 * 32 + 32.
+// in a shared-memory copy of the layers (the sign folded in). The 1.5% of
+// words that fail it take further attempts, about half of them more than
+// one; a warp running those in place would wait on its slowest lane every
+// iteration (most warps hold one such word among their 128). Instead a warp
+// queues them in a ring and runs one attempt on 32 of them at a time, every
+// lane busy, re-queuing those that need another; they overwrite the
+// placeholders the vector stores wrote. The ring holds at most 31 + 4 * 32 + 32.
 std::string ziggurat_source(DType t) {
   const std::string T = ctype(t), value = store(t, "(float)a + (float)b * z");
   return program(std::string(kPhiloxInclude) +

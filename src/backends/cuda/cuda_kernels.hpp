@@ -5,8 +5,8 @@
 
 #include <cstdint>
 #include <mutex>
-#include <unordered_map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "backends/cuda/driver_api.hpp"
