@@ -217,20 +217,26 @@ const char* kPhiloxInclude =
 // words that fail it take further attempts, about half of them more than
 // one; a warp running those in place would wait on its slowest lane every
 // iteration (most warps hold one such word among their 128). Instead a warp
-// queues them in a ring and runs one attempt on 32 of them at a time, every
-// lane busy, re-queuing those that need another; they overwrite the
-// placeholders the vector stores wrote. The ring holds at most 31 + 4 * 32 + 32.
+// queues them in a ring (slots from a shared-memory atomic, the count by a
+// warp reduction, so the check costs no barrier) and runs one attempt on 32
+// of them at a time, every lane busy, re-queuing those that need another;
+// they overwrite the placeholders the vector stores wrote. The ring holds at
+// most 31 + 4 * 32 + 32.
 std::string ziggurat_source(DType t) {
   const std::string T = ctype(t), value = store(t, "(float)a + (float)b * z");
   return program(std::string(kPhiloxInclude) +
                  "enum { PER = 4 };\nstruct __align__(4 * sizeof(" + T + ")) Out { " + T + " e[4]; };\n"
                  "struct __align__(16) Pending { i64 i; u32 w, attempt; };  // element, its current word, the attempt due\n"
-                 "__device__ __noinline__ void attempt(" + T + "* o, float a, float b, u64 seed, u64 base, Pending p,\n"
-                 "                                    Pending* queue, unsigned* tail) {\n"
+                 "// One attempt at p: its element when it accepts, else p queued again (returns 1).\n"
+                 "__device__ __noinline__ unsigned attempt(" + T + "* o, float a, float b, u64 seed, u64 base, Pending p,\n"
+                 "                                        Pending* queue, unsigned* tail) {\n"
                  "  float z;\n"
                  "  if (philox::normal_f32_attempt(&p.w, p.attempt, seed, base + (u64)(p.i >> 2), (u32)(p.i & 3), &z)) {\n"
-                 "    o[p.i] = " + value + ";\n"
-                 "  } else {\n    p.attempt += 1;\n    queue[atomicAdd(tail, 1u) & 255] = p;\n  }\n}\n"
+                 "    o[p.i] = " + value + ";\n    return 0;\n"
+                 "  }\n  p.attempt += 1;\n  queue[atomicAdd(tail, 1u) & 255] = p;\n  return 1;\n}\n"
+                 "__device__ inline unsigned warp_sum(unsigned v) {\n"
+                 "#if __CUDA_ARCH__ >= 800\n  return __reduce_add_sync(~0u, v);\n"
+                 "#else\n  for (int d = 16; d > 0; d >>= 1) v += __shfl_xor_sync(~0u, v, d);\n  return v;\n#endif\n}\n"
                  "extern \"C\" __global__ void __launch_bounds__(256) k(" + T +
                  "* o, u64 seed, u64 base, double a64, double b64, i64 low, i64 high, Geometry g,\n"
                  "    philox::RoundKeys keys) {\n"
@@ -248,10 +254,12 @@ std::string ziggurat_source(DType t) {
                  "  const unsigned lane = threadIdx.x & 31;\n"
                  "  Pending* queue = ring[threadIdx.x >> 5];\n"
                  "  unsigned* tail = &ring_tail[threadIdx.x >> 5];\n"
-                 "  unsigned head = 0;  // the same in every lane\n"
-                 "  // The ring's tail as every lane sees it: no lane queues more until all have read it.\n"
-                 "  auto queued = [&] {\n"
-                 "    __syncwarp();\n    const unsigned t = *(volatile unsigned*)tail;\n    __syncwarp();\n    return t;\n  };\n"
+                 "  // *tail hands out slots; head and queued (its value) are kept in registers, the same in every lane.\n"
+                 "  unsigned head = 0, queued = 0;\n"
+                 "  auto run_batch = [&](unsigned n) {\n"
+                 "    __syncwarp();  // entries and placeholders written by other lanes are visible\n"
+                 "    const unsigned again = lane < n ? attempt(o, a, b, seed, base, queue[(head + lane) & 255], queue, tail) : 0;\n"
+                 "    queued += warp_sum(again);\n    head += n;\n  };\n"
                  "  const i64 blocks = (g.n + 3) / 4;\n"
                  "  const bool aligned = ((u64)o % sizeof(Out)) == 0;\n"
                  "  const i64 full_blocks = g.n / 4;\n"
@@ -266,7 +274,7 @@ std::string ziggurat_source(DType t) {
                  "    for (int l = 0; l < 4; ++l) {\n"
                  "      const philox::ZigLayer layer = layers[r.v[l] & 0x1ffu];\n"
                  "      const u32 m = r.v[l] >> 9;\n"
-                 "      const float z = philox::f32_of_u23(m) * layer.w;\n"
+                 "      const float z = __uint2float_rn(m) * layer.w;  // m exactly, as f32_of_u23 gives it, in one instruction\n"
                  "      w.e[l] = " + value + ";\n"
                  "      rejected |= (unsigned)(m >= layer.k) << l;\n"
                  "    }\n"
@@ -278,8 +286,9 @@ std::string ziggurat_source(DType t) {
                  "      valid = left >= 4 ? 4 : left > 0 ? (int)left : 0;\n"
                  "      rejected &= (1u << valid) - 1;\n"
                  "    }\n"
+                 "    const unsigned count = __popc(rejected);\n"
                  "    if (rejected) {  // usually one word\n"
-                 "      unsigned slot = atomicAdd(tail, (unsigned)__popc(rejected));\n"
+                 "      unsigned slot = atomicAdd(tail, count);\n"
                  "      do {\n"
                  "        const int l = __ffs(rejected) - 1;\n"
                  "        const u32 word = l == 0 ? r.v[0] : l == 1 ? r.v[1] : l == 2 ? r.v[2] : r.v[3];\n"
@@ -288,10 +297,10 @@ std::string ziggurat_source(DType t) {
                  "      } while (rejected);\n"
                  "    }\n"
                  "    if (whole) {\n      *(Out*)(o + blk * 4) = w;\n    } else {\n" + kStoreBlock + "    }\n"
-                 "    for (; queued() - head >= 32; head += 32) attempt(o, a, b, seed, base, queue[(head + lane) & 255], queue, tail);\n"
+                 "    queued += warp_sum(count);\n"
+                 "    while (queued - head >= 32) run_batch(32);\n"
                  "  }\n"
-                 "  for (unsigned t; (t = queued()) != head; head += min(t - head, 32u))\n"
-                 "    if (lane < t - head) attempt(o, a, b, seed, base, queue[(head + lane) & 255], queue, tail);\n"
+                 "  while (queued != head) run_batch(min(queued - head, 32u));\n"
                  "}\n");
 }
 }  // namespace
