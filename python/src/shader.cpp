@@ -1,4 +1,6 @@
 // compile_shader and callable kernels: lib.kernel(*args, threads=, group_size=).
+#include <list>
+
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -69,8 +71,9 @@ std::vector<std::uint8_t> pack_list(nb::handle seq, const KernelParam& p, const 
 }
 
 // Tensors are passed by reference to the Python object's tensor; arrays
-// imported zero-copy are kept in `temps` (reserved: references stay valid).
-KernelArg convert(nb::handle h, const KernelParam& p, nb::handle from_array, std::vector<Tensor>& temps) {
+// imported zero-copy are kept in `temps` (a list: references stay valid, and
+// a call without any allocates nothing).
+KernelArg convert(nb::handle h, const KernelParam& p, nb::handle from_array, std::list<Tensor>& temps) {
   if (nb::isinstance<Tensor>(h)) return nb::cast<const Tensor&>(h);
   if (p.kind == ParamKind::Scalar && (PyFloat_CheckExact(h.ptr()) || PyLong_CheckExact(h.ptr()) || PyBool_Check(h.ptr())))
     return to_scalar(h, p.name.c_str());  // the common case, without building messages
@@ -139,9 +142,8 @@ void bind_shader(nb::module_& m) {
         // Looked up once; the module lives as long as the interpreter.
         static nb::handle from_array = nb::object(nb::module_::import_("bronze._C").attr("_from_array")).release();
         std::vector<KernelArg> converted;
-        std::vector<Tensor> temps;
+        std::list<Tensor> temps;
         converted.reserve(args.size());
-        temps.reserve(args.size());
         for (std::size_t i = 0; i < args.size(); ++i) converted.push_back(convert(args[i], ki.binding(static_cast<int>(i)), from_array, temps));
         k.dispatch(converted, opt);
       })

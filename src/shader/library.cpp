@@ -26,6 +26,7 @@
 namespace bronze {
 
 namespace {
+using shader::arg_label;
 constexpr int kSimdWidth = 32;
 
 std::string join_names(const detail::LibraryImpl& lib) {
@@ -37,8 +38,7 @@ std::string join_names(const detail::LibraryImpl& lib) {
 // A kernel command in the capture file: the library (its source once),
 // grid, group and every argument's buffer identity and size or scalar bytes.
 void capture_dispatch(detail::LibraryImpl& lib, const KernelInfo& ki, const runtime::KernelLaunch& l,
-                      const std::vector<KernelArg>& args, const std::vector<std::size_t>& inline_sizes,
-                      std::uint64_t stream) {
+                      const std::vector<KernelArg>& args, std::uint64_t stream) {
   if (!lib.captured) {
     runtime::capture::record("\"library\":" + runtime::json_quote(lib.hash) + ",\"source\":" + runtime::json_quote(lib.source));
     lib.captured = true;
@@ -53,7 +53,7 @@ void capture_dispatch(detail::LibraryImpl& lib, const KernelInfo& ki, const runt
     } else {
       std::string hex;
       const std::uint8_t* b = l.inline_bytes.data() + l.args[i].inline_offset;
-      std::size_t n = inline_sizes[i];
+      std::size_t n = l.args[i].bytes;
       for (std::size_t k = 0; k < n; ++k) {
         hex += hexd[b[k] >> 4];
         hex += hexd[b[k] & 15];
@@ -68,9 +68,6 @@ void capture_dispatch(detail::LibraryImpl& lib, const KernelInfo& ki, const runt
                            std::to_string(l.group[2]) + "],\"args\":[" + a + "]");
 }
 
-std::string arg_label(const KernelParam& p) {
-  return "argument " + std::to_string(p.binding) + " ('" + p.name + "', " + p.type + ")";
-}
 }  // namespace
 
 namespace {
@@ -251,8 +248,8 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
   l.launch_record = lib_->launch_record;
   const std::uint32_t max_threads = static_cast<std::uint32_t>(lib_->max_threads[index_]);
   l.args.resize(nargs);
+  l.keepalive.reserve(nargs + 1);  // the buffers and the library: one allocation
   const Tensor* first_tensor = nullptr;
-  std::vector<std::size_t> inline_sizes(nargs, 0);
   for (std::size_t i = 0; i < nargs; ++i) {
     const KernelParam& p = ki.binding(static_cast<int>(i));
     const KernelArg& a = args[i];
@@ -264,7 +261,7 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
         throw ValueError(arg_label(p) + " is on " + t->device().str() + ", the library on " + lib_->device.str());
       if (!t->is_contiguous())
         throw ValueError(arg_label(p) + " is not contiguous: buffers are flat memory; call .contiguous()");
-      shader::check_buffer_dtype(p, t->dtype(), arg_label(p));
+      shader::check_buffer_dtype(p, t->dtype());
       l.args[i].ptr = t->data_ptr();
       l.args[i].bytes = t->nbytes();
       if (auto keep = queued_use(t->storage())) l.keepalive.push_back(std::move(keep));
@@ -275,7 +272,7 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
     if (const Scalar* s = a.scalar()) {
       if (p.kind == ParamKind::Buffer)
         throw TypeError(arg_label(p) + " is a device buffer: pass a tensor or array, not a number");
-      bytes = shader::pack_scalar(p, *s, arg_label(p));
+      bytes = shader::pack_scalar(p, *s);
       l.args[i].by_value = p.by_value;
     } else {
       bytes = *a.bytes();
@@ -295,7 +292,6 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
     std::memcpy(l.inline_bytes.data() + off, bytes.data(), bytes.size());
     l.args[i].inline_offset = off;
     l.args[i].bytes = bytes.size();
-    inline_sizes[i] = bytes.size();
   }
 
   Dim3 grid;
@@ -341,7 +337,7 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
 
   auto stream = opts.stream ? opts.stream->shared_impl() : runtime::current_stream(lib_->device);
   if (stream->device() != lib_->device) throw ValueError("the stream is on another device than the library");
-  if (runtime::capture::active()) capture_dispatch(*lib_, ki, l, args, inline_sizes, stream->id());
+  if (runtime::capture::active()) capture_dispatch(*lib_, ki, l, args, stream->id());
   runtime::device_impl(lib_->device).launch(*stream, std::move(l));
 }
 

@@ -50,12 +50,16 @@ ScalarType scalar_type(const std::string& type_in) {
   return st;
 }
 
-void check_buffer_dtype(const KernelParam& p, DType t, const std::string& label) {
+std::string arg_label(const KernelParam& p) {
+  return "argument " + std::to_string(p.binding) + " ('" + p.name + "', " + p.type + ")";
+}
+
+void check_buffer_dtype(const KernelParam& p, DType t) {
   ScalarType st = scalar_type(p.type);
   if (!st.known) return;  // structs, void: any bytes
   bool ok = t == st.dtype || (element_size(t) == element_size(st.dtype) && !is_floating(t) && !is_floating(st.dtype));
   if (!ok)
-    throw TypeError(label + " needs a tensor of " + dtype_name(st.dtype) + " elements, got " + dtype_name(t));
+    throw TypeError(arg_label(p) + " needs a tensor of " + dtype_name(st.dtype) + " elements, got " + dtype_name(t));
 }
 
 void append_element(const ScalarType& st, const Scalar& v, std::vector<std::uint8_t>& out) {
@@ -95,10 +99,10 @@ void append_element(const ScalarType& st, const Scalar& v, std::vector<std::uint
   out.insert(out.end(), buf, buf + n);
 }
 
-std::vector<std::uint8_t> pack_scalar(const KernelParam& p, const Scalar& v, const std::string& label) {
+std::vector<std::uint8_t> pack_scalar(const KernelParam& p, const Scalar& v) {
   ScalarType st = scalar_type(p.type);
   if (!st.known)
-    throw TypeError(label + " is not a number type: pass its bytes (" + std::to_string(p.size) + " bytes)");
+    throw TypeError(arg_label(p) + " is not a number type: pass its bytes (" + std::to_string(p.size) + " bytes)");
   std::vector<std::uint8_t> out;
   for (int i = 0; i < st.lanes; ++i) append_element(st, v, out);
   // Padded vectors (float3 is 16 bytes): fill to the compiled size.

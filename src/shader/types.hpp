@@ -21,11 +21,14 @@ struct ScalarType {
 // "float", "metal::half4", "atomic_uint", "packed_float3" ...
 ScalarType scalar_type(const std::string& type);
 
+// How errors name a parameter: "argument 1 ('a', constant float&)". Built
+// only when an error is raised: the checks below run on every launch.
+std::string arg_label(const KernelParam& p);
 // Throws TypeError when a tensor of `t` cannot back the buffer parameter.
-void check_buffer_dtype(const KernelParam& p, DType t, const std::string& label);
+void check_buffer_dtype(const KernelParam& p, DType t);
 // The bytes of `v` as the parameter's type (vectors splat); TypeError when
 // the type is not numeric (a struct: pass bytes).
-std::vector<std::uint8_t> pack_scalar(const KernelParam& p, const Scalar& v, const std::string& label);
+std::vector<std::uint8_t> pack_scalar(const KernelParam& p, const Scalar& v);
 // One element of the parameter's element type, appended to `out`.
 void append_element(const ScalarType& st, const Scalar& v, std::vector<std::uint8_t>& out);
 

@@ -114,13 +114,20 @@ class CpuDevice final : public runtime::DeviceImpl {
     q(s).enqueue("mm", "kernel", [out, a, b] { kernels::matmul(out, a, b); });
   }
   void launch(runtime::StreamImpl& s, runtime::KernelLaunch&& l) override {
-    // Owned by the op: a bare pointer keeps the closure within std::function's
-    // inline storage (no allocation); queued ops always run, so it is freed.
-    auto* launch = new runtime::KernelLaunch(std::move(l));
+    // A bare pointer keeps the closure within std::function's inline storage
+    // (no allocation). The worker hands the launch back to a pool rather than
+    // freeing it: memory malloc'ed on this thread and freed on the worker
+    // contends for malloc's arena lock (a quarter of a launch's time).
+    runtime::KernelLaunch* launch = launches_.take();
+    *launch = std::move(l);           // the recycled buffers are freed here, where they were made
     const char* name = launch->name;  // kept alive by the launch's library reference
-    q(s).enqueue(name, "shader", [launch] {
-      std::unique_ptr<runtime::KernelLaunch> own(launch);
-      kernels::run_jit_kernel(*own);
+    q(s).enqueue(name, "shader", [this, launch] {
+      struct Recycle {
+        LaunchPool& pool;
+        runtime::KernelLaunch* launch;
+        ~Recycle() { pool.give(launch); }
+      } recycle{launches_, launch};  // also when the kernel throws
+      kernels::run_jit_kernel(*launch);
     });
   }
   void copy_from_host(runtime::StreamImpl& s, void* dst, const void* src, std::size_t n,
@@ -134,6 +141,36 @@ class CpuDevice final : public runtime::DeviceImpl {
 
  private:
   static CpuStream& q(runtime::StreamImpl& s) { return static_cast<CpuStream&>(s); }
+
+  // KernelLaunch objects the workers have finished with.
+  class LaunchPool {
+   public:
+    ~LaunchPool() {
+      for (auto* l : free_) delete l;
+    }
+    runtime::KernelLaunch* take() {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (free_.empty()) return new runtime::KernelLaunch;
+      runtime::KernelLaunch* l = free_.back();
+      free_.pop_back();
+      return l;
+    }
+    void give(runtime::KernelLaunch* l) {
+      l->keepalive.clear();  // the buffers and library it held are released now, not at its next use
+      std::lock_guard<std::mutex> lock(mu_);
+      if (free_.size() < kMax) {
+        free_.push_back(l);
+        return;
+      }
+      delete l;
+    }
+
+   private:
+    static constexpr std::size_t kMax = 256;  // launches in flight beyond this are freed
+    std::mutex mu_;
+    std::vector<runtime::KernelLaunch*> free_;
+  };
+  LaunchPool launches_;
 
   runtime::CachingAllocator allocator_;
   std::mutex mu_;  // guards default_
