@@ -209,10 +209,10 @@ BRONZE_PHILOX_COLD_FN float normal_f32_rejected(u32 w, u64 seed, u64 counter, u3
   return z;
 }
 
-// The standard normal of word w of block `counter`, lane `lane` (0-3).
-// `layers` is kZigLayers or a copy of it (CUDA kernels keep one in shared memory).
-BRONZE_PHILOX_FN float normal_f32(u32 w, const ZigLayer* layers, u64 seed, u64 counter, u32 lane) {
-  const ZigLayer layer = layers[w & 0xffu];
+// The standard normal of word w of block `counter`, lane `lane` (0-3). (The
+// CUDA kernel inlines this rectangle test on its shared-memory table.)
+BRONZE_PHILOX_FN float normal_f32(u32 w, u64 seed, u64 counter, u32 lane) {
+  const ZigLayer layer = kZigLayers[w & 0xffu];
   const u32 m = w >> 9;
   if (m < layer.k) return signed_by(f32_of_u23(m) * layer.w, w);
   return normal_f32_rejected(w, seed, counter, lane);

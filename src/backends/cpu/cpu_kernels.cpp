@@ -193,7 +193,7 @@ void random(const View& out, const runtime::RandomParams& p) {
             } else {
               const float mean = static_cast<float>(p.a), stddev = static_cast<float>(p.b);
               for (std::int64_t l = 0; l < count; ++l) {
-                float z = philox::normal_f32(r.v[l], philox::kZigLayers, seed, counter, static_cast<philox::u32>(l));
+                float z = philox::normal_f32(r.v[l], seed, counter, static_cast<philox::u32>(l));
                 dst[l] = convert<T>(static_cast<double>(mean + stddev * z));
               }
             }
