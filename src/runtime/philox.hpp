@@ -109,14 +109,16 @@ BRONZE_PHILOX_FN double uniform_f64(u32 hi, u32 lo) {
 }
 
 // Standard normals are drawn by the ziggurat (Marsaglia & Tsang; tables in
-// ziggurat_tables.hpp) in float arithmetic built only from correctly rounded
+// ziggurat_tables.hpp) in arithmetic built only from correctly rounded
 // operations (+ - * /, integer ops, no contraction: the CUDA kernels compile
 // with --fmad=false, the CPU file with -ffp-contract=off), so every IEEE
-// machine produces the same bits. Element i's word w (as above) gives the
-// layer (bits 0-7), the sign (bit 8) and the position m in the layer (bits
-// 9-31); the 98.5% of words inside the layer's rectangle cost a table lookup
-// and a multiply. The rest continue with the element's own blocks
-//   philox(key = seed, counter = (offset + i / 4, attempt = 1, 2, ..., i % 4))
+// machine produces the same bits. A float element takes its 32-bit word w (as
+// above), a double element the 64-bit word v[2l] << 32 | v[2l + 1]; the top
+// bit is the sign, the next 8 bits the layer, and the low 23 (float) or 52
+// (double) bits the position m in the layer. The 98.5% of words inside their
+// layer's rectangle cost a table lookup and a multiply. The rest continue
+// with the element's own blocks
+//   philox(key = seed, counter = (offset + i / per_block, attempt = 1, 2, ..., i % per_block))
 // which no op's main blocks (third word 0) ever use.
 
 #if defined(__CUDACC__)
@@ -141,9 +143,13 @@ BRONZE_PHILOX_FN float float_of(u32 b) { return bit_cast<float>(b); }
 BRONZE_PHILOX_FN double double_of(u64 b) { return bit_cast<double>(b); }
 #endif
 
+BRONZE_PHILOX_FN u64 word64(u32 hi, u32 lo) { return (static_cast<u64>(hi) << 32) | lo; }
+
 // m < 2^23 as a float, exactly: m in the mantissa of 2^23, minus 2^23 (an OR
 // and an add, where GPUs convert integers at an eighth of their float rate).
 BRONZE_PHILOX_FN float f32_of_u23(u32 m) { return float_of(0x4b000000u | m) - 8388608.0f; }
+// m < 2^52 as a double, exactly.
+BRONZE_PHILOX_FN double f64_of_u52(u64 m) { return double_of(0x4330000000000000ull | m) - 4503599627370496.0; }
 
 // log(k / 2^24) for k in [1, 2^24] (within 2.3 ulp): k = m 2^e with m in
 // [sqrt(1/2), sqrt(2)), log m = 2 atanh(s), s = (m - 1) / (m + 1), |s| < 0.172,
@@ -162,71 +168,6 @@ BRONZE_PHILOX_FN float log_uniform24(u32 k) {
   return ef * 0.693145751953125f + (ef * 1.4286068202862268e-06f + log_m);  // ln 2, hi + lo
 }
 
-// exp(t) for t in [-20, 0] (within 1.1 ulp): t = n ln 2 + r, n = round(t / ln 2)
-// by the 1.5 * 2^23 rounding trick, |r| <= ln 2 / 2, e^r by its Taylor series
-// to r^7, times 2^n put in the exponent bits.
-BRONZE_PHILOX_FN float exp_nonpositive(float t) {
-  const float kf = t * 1.44269504f + 12582912.0f;
-  const float nf = kf - 12582912.0f;
-  const int n = static_cast<int>(bits_of(kf)) - 0x4b400000;
-  const float r = (t - nf * 0.693145751953125f) - nf * 1.4286068202862268e-06f;
-  const float p = 1.0f + r * (1.0f + r * (0.5f + r * (0.16666667f + r * (0.041666668f + r * (0.0083333333f +
-                  r * (0.0013888889f + r * 1.984127e-4f))))));
-  return p * float_of(static_cast<u32>(n + 127) << 23);
-}
-
-BRONZE_PHILOX_FN float signed_by(float z, u32 w) { return (w & 0x100u) ? -z : z; }
-
-// Attempt `attempt` (1, 2, ...) at a word that failed its rectangle test:
-// Marsaglia's tail method beyond r for the base layer (the same word again
-// when it rejects), the wedge test under exp(-z^2/2) for the others (a new
-// word when it rejects, itself first tried on its rectangle). True with *z
-// when it accepts, else *w is the word for attempt + 1.
-BRONZE_PHILOX_FN bool normal_f32_attempt(u32* w, u32 attempt, u64 seed, u64 counter, u32 lane, float* z) {
-  const U32x4 e = philox4x32_10(static_cast<u32>(counter), static_cast<u32>(counter >> 32), attempt, lane,
-                                static_cast<u32>(seed), static_cast<u32>(seed >> 32));
-  const u32 layer = *w & 0xffu;
-  if (layer == 0) {
-    const float x = -log_uniform24((e.v[0] >> 8) + 1u) * kZigInvR;
-    const float y = -log_uniform24((e.v[1] >> 8) + 1u);
-    *z = signed_by(kZigR + x, *w);
-    return y + y > x * x;
-  }
-  const float zw = f32_of_u23(*w >> 9) * kZigLayers[layer].w;
-  const float height = kZigF[layer] + uniform_f32(e.v[0]) * (kZigF[layer + 1] - kZigF[layer]);
-  *z = signed_by(zw, *w);
-  if (height < exp_nonpositive(-0.5f * zw * zw)) return true;
-  *w = e.v[3];
-  const ZigLayer next = kZigLayers[*w & 0xffu];
-  *z = signed_by(f32_of_u23(*w >> 9) * next.w, *w);
-  return (*w >> 9) < next.k;
-}
-
-BRONZE_PHILOX_COLD_FN float normal_f32_rejected(u32 w, u64 seed, u64 counter, u32 lane) {
-  float z;
-  for (u32 attempt = 1; !normal_f32_attempt(&w, attempt, seed, counter, lane, &z); ++attempt) {
-  }
-  return z;
-}
-
-// The standard normal of word w of block `counter`, lane `lane` (0-3). (The
-// CUDA kernel inlines this rectangle test on its shared-memory table.)
-BRONZE_PHILOX_FN float normal_f32(u32 w, u64 seed, u64 counter, u32 lane) {
-  const ZigLayer layer = kZigLayers[w & 0xffu];
-  const u32 m = w >> 9;
-  if (m < layer.k) return signed_by(f32_of_u23(m) * layer.w, w);
-  return normal_f32_rejected(w, seed, counter, lane);
-}
-
-// float64 normals: the same ziggurat with double tables, element l of a
-// block taking the 64-bit word w = v[2l] << 32 | v[2l + 1] (layer: bits 0-7,
-// sign: bit 8, position: bits 12-63), its further attempts the blocks
-//   philox(key = seed, counter = (offset + i / 2, attempt, i % 2))
-// and the same algorithm in double.
-
-// m < 2^52 as a double, exactly.
-BRONZE_PHILOX_FN double f64_of_u52(u64 m) { return double_of(0x4330000000000000ull | m) - 4503599627370496.0; }
-
 // log(k / 2^53) for k in [1, 2^53] (within 2.7 ulp): as log_uniform24, the series to s^23.
 BRONZE_PHILOX_FN double log_uniform53(u64 k) {
   int e = ilog2(k);
@@ -242,8 +183,21 @@ BRONZE_PHILOX_FN double log_uniform53(u64 k) {
   return ef * 6.93147180369123816490e-01 + (ef * 1.90821492927058770002e-10 + s * series);  // ln 2, hi + lo
 }
 
+// exp(t) for t in [-20, 0] (within 1.1 ulp): t = n ln 2 + r, n = round(t / ln 2)
+// by the 1.5 * 2^23 rounding trick, |r| <= ln 2 / 2, e^r by its Taylor series
+// to r^7, times 2^n put in the exponent bits.
+BRONZE_PHILOX_FN float exp_nonpositive(float t) {
+  const float kf = t * 1.44269504f + 12582912.0f;
+  const float nf = kf - 12582912.0f;
+  const int n = static_cast<int>(bits_of(kf)) - 0x4b400000;
+  const float r = (t - nf * 0.693145751953125f) - nf * 1.4286068202862268e-06f;
+  const float p = 1.0f + r * (1.0f + r * (0.5f + r * (0.16666667f + r * (0.041666668f + r * (0.0083333333f +
+                  r * (0.0013888889f + r * 1.984127e-4f))))));
+  return p * float_of(static_cast<u32>(n + 127) << 23);
+}
+
 // exp(t) for t in [-40, 0] (within 1.2 ulp): as exp_nonpositive, the series to r^13.
-BRONZE_PHILOX_FN double exp_nonpositive64(double t) {
+BRONZE_PHILOX_FN double exp_nonpositive(double t) {
   const double kf = t * 1.4426950408889634 + 6755399441055744.0;  // 1.5 * 2^52
   const double nf = kf - 6755399441055744.0;
   const int n = static_cast<int>(static_cast<long long>(bits_of(kf) - 0x4338000000000000ull));
@@ -256,44 +210,96 @@ BRONZE_PHILOX_FN double exp_nonpositive64(double t) {
   return (p * r + 1.0) * double_of(static_cast<u64>(n + 1023) << 52);
 }
 
-BRONZE_PHILOX_FN double signed_by(double z, u64 w) { return (w & 0x100u) ? -z : z; }
+// What the ziggurat needs of its float type: the word, its tables, and how
+// an attempt's Philox block gives the tail's two uniforms (as -log u), the
+// wedge's height uniform and the next word.
+template <typename F>
+struct Zig;
+template <>
+struct Zig<float> {
+  typedef u32 Word;
+  typedef ZigLayer Layer;
+  static constexpr int kPositionBits = 23;
+  BRONZE_PHILOX_FN static const Layer& layer(u32 i) { return kZigLayers[i]; }
+  BRONZE_PHILOX_FN static float f(u32 i) { return kZigF[i]; }
+  BRONZE_PHILOX_FN static float r() { return kZigR; }
+  BRONZE_PHILOX_FN static float inv_r() { return kZigInvR; }
+  BRONZE_PHILOX_FN static float position(Word m) { return f32_of_u23(m); }
+  BRONZE_PHILOX_FN static float neg_log_uniform(const U32x4& e, int j) { return -log_uniform24((e.v[j] >> 8) + 1u); }
+  BRONZE_PHILOX_FN static float uniform(const U32x4& e) { return uniform_f32(e.v[0]); }
+  BRONZE_PHILOX_FN static Word next_word(const U32x4& e) { return e.v[3]; }
+};
+template <>
+struct Zig<double> {
+  typedef u64 Word;
+  typedef ZigLayer64 Layer;
+  static constexpr int kPositionBits = 52;
+  BRONZE_PHILOX_FN static const Layer& layer(u32 i) { return kZigLayers64[i]; }
+  BRONZE_PHILOX_FN static double f(u32 i) { return kZigF64[i]; }
+  BRONZE_PHILOX_FN static double r() { return kZigR64; }
+  BRONZE_PHILOX_FN static double inv_r() { return kZigInvR64; }
+  BRONZE_PHILOX_FN static double position(Word m) { return f64_of_u52(m); }
+  BRONZE_PHILOX_FN static double neg_log_uniform(const U32x4& e, int j) {
+    return -log_uniform53((word64(e.v[2 * j], e.v[2 * j + 1]) >> 11) + 1u);
+  }
+  BRONZE_PHILOX_FN static double uniform(const U32x4& e) { return uniform_f64(e.v[0], e.v[1]); }
+  BRONZE_PHILOX_FN static Word next_word(const U32x4& e) { return word64(e.v[2], e.v[3]); }
+};
 
-BRONZE_PHILOX_FN u64 word64(u32 hi, u32 lo) { return (static_cast<u64>(hi) << 32) | lo; }
+// A word's fields: sign (the top bit), layer (the next 8 bits; with the sign,
+// the top 9 bits index a table of signed widths), position (the low bits).
+template <typename W>
+BRONZE_PHILOX_FN u32 zig_index(W w) { return static_cast<u32>(w >> (8 * sizeof(W) - 9)); }
+template <typename W>
+BRONZE_PHILOX_FN W zig_position(W w, int position_bits) { return w & ((W(1) << position_bits) - 1); }
+template <typename F, typename W>
+BRONZE_PHILOX_FN F zig_signed(F z, W w) { return (zig_index(w) & 0x100u) ? -z : z; }
 
-// normal_f32_attempt in double.
-BRONZE_PHILOX_FN bool normal_f64_attempt(u64* w, u32 attempt, u64 seed, u64 counter, u32 lane, double* z) {
+// Attempt `attempt` (1, 2, ...) at a word that failed its rectangle test:
+// Marsaglia's tail method beyond r for the base layer (the same word again
+// when it rejects), the wedge test under exp(-z^2/2) for the others (a new
+// word when it rejects, itself first tried on its rectangle). True with *z
+// when it accepts, else *w is the word for attempt + 1.
+template <typename F>
+BRONZE_PHILOX_FN bool normal_attempt(typename Zig<F>::Word* w, u32 attempt, u64 seed, u64 counter, u32 lane, F* z) {
+  typedef Zig<F> Z;
   const U32x4 e = philox4x32_10(static_cast<u32>(counter), static_cast<u32>(counter >> 32), attempt, lane,
                                 static_cast<u32>(seed), static_cast<u32>(seed >> 32));
-  const u32 layer = static_cast<u32>(*w & 0xffu);
+  const u32 layer = zig_index(*w) & 0xffu;
   if (layer == 0) {
-    const double x = -log_uniform53((word64(e.v[0], e.v[1]) >> 11) + 1u) * kZigInvR64;
-    const double y = -log_uniform53((word64(e.v[2], e.v[3]) >> 11) + 1u);
-    *z = signed_by(kZigR64 + x, *w);
+    const F x = Z::neg_log_uniform(e, 0) * Z::inv_r();
+    const F y = Z::neg_log_uniform(e, 1);
+    *z = zig_signed(Z::r() + x, *w);
     return y + y > x * x;
   }
-  const double zw = f64_of_u52(*w >> 12) * kZigLayers64[layer].w;
-  const double height = kZigF64[layer] + uniform_f64(e.v[0], e.v[1]) * (kZigF64[layer + 1] - kZigF64[layer]);
-  *z = signed_by(zw, *w);
-  if (height < exp_nonpositive64(-0.5 * zw * zw)) return true;
-  *w = word64(e.v[2], e.v[3]);
-  const ZigLayer64 next = kZigLayers64[*w & 0xffu];
-  *z = signed_by(f64_of_u52(*w >> 12) * next.w, *w);
-  return (*w >> 12) < next.k;
+  const F zw = Z::position(zig_position(*w, Z::kPositionBits)) * Z::layer(layer).w;
+  const F height = Z::f(layer) + Z::uniform(e) * (Z::f(layer + 1) - Z::f(layer));
+  *z = zig_signed(zw, *w);
+  if (height < exp_nonpositive(F(-0.5) * zw * zw)) return true;
+  *w = Z::next_word(e);
+  const typename Z::Layer& next = Z::layer(zig_index(*w) & 0xffu);
+  const typename Z::Word m = zig_position(*w, Z::kPositionBits);
+  *z = zig_signed(Z::position(m) * next.w, *w);
+  return m < next.k;
 }
 
-BRONZE_PHILOX_COLD_FN double normal_f64_rejected(u64 w, u64 seed, u64 counter, u32 lane) {
-  double z;
-  for (u32 attempt = 1; !normal_f64_attempt(&w, attempt, seed, counter, lane, &z); ++attempt) {
+template <typename F>
+BRONZE_PHILOX_COLD_FN F normal_rejected(typename Zig<F>::Word w, u64 seed, u64 counter, u32 lane) {
+  F z;
+  for (u32 attempt = 1; !normal_attempt<F>(&w, attempt, seed, counter, lane, &z); ++attempt) {
   }
   return z;
 }
 
-// The standard normal of 64-bit word w, element `lane` (0-1) of block `counter`.
-BRONZE_PHILOX_FN double normal_f64(u64 w, u64 seed, u64 counter, u32 lane) {
-  const ZigLayer64 layer = kZigLayers64[w & 0xffu];
-  const u64 m = w >> 12;
-  if (m < layer.k) return signed_by(f64_of_u52(m) * layer.w, w);
-  return normal_f64_rejected(w, seed, counter, lane);
+// The standard normal of word w, element `lane` of block `counter`. (The
+// CUDA float kernel inlines this rectangle test on its shared-memory table.)
+template <typename F>
+BRONZE_PHILOX_FN F normal(typename Zig<F>::Word w, u64 seed, u64 counter, u32 lane) {
+  typedef Zig<F> Z;
+  const typename Z::Layer& layer = Z::layer(zig_index(w) & 0xffu);
+  const typename Z::Word m = zig_position(w, Z::kPositionBits);
+  if (m < layer.k) return zig_signed(Z::position(m) * layer.w, w);
+  return normal_rejected<F>(w, seed, counter, lane);
 }
 
 }  // namespace bronze::philox

@@ -104,10 +104,12 @@ TEST(CudaKernels, GeneratedSourcesCompileWithNvrtc) {
       sources.push_back({bronze::cuda::binary_source(t, bronze::runtime::BinaryOp::Div, false, vec), false});
       sources.push_back({bronze::cuda::binary_source(t, bronze::runtime::BinaryOp::RSub, true, vec), false});
     }
-    for (auto k : {bronze::runtime::RandomKind::Uniform, bronze::runtime::RandomKind::Normal, bronze::runtime::RandomKind::Int})
-      sources.push_back({bronze::cuda::random_source(t, k, t == DType::Float64), true});
+    for (auto k : {bronze::runtime::RandomKind::Uniform, bronze::runtime::RandomKind::Int})
+      sources.push_back({bronze::cuda::random_source(t, k, t == DType::Float64, false), true});
+    for (bool standard : {false, true})
+      sources.push_back({bronze::cuda::random_source(t, bronze::runtime::RandomKind::Normal, t == DType::Float64, standard), true});
   }
-  sources.push_back({bronze::cuda::random_source(DType::Int64, bronze::runtime::RandomKind::Int, true), true});
+  sources.push_back({bronze::cuda::random_source(DType::Int64, bronze::runtime::RandomKind::Int, true, false), true});
   for (unsigned bytes : {1u, 2u, 4u, 8u}) sources.push_back({bronze::cuda::fill_source(bytes), false});
   for (const auto& [src, exact] : sources) {
     std::vector<char> cubin;

@@ -184,17 +184,18 @@ void random(const View& out, const runtime::RandomParams& p) {
           case runtime::RandomKind::Normal: {
             // IEEE arithmetic that every machine rounds alike (philox.hpp)
             const std::uint64_t counter = base + static_cast<std::uint64_t>(blk);
+            const bool standard = p.standard_normal();
             if (wide) {
               for (std::int64_t l = 0; l < count; ++l) {
                 const auto u = static_cast<philox::u32>(l);
-                double z = philox::normal_f64(philox::word64(r.v[2 * u], r.v[2 * u + 1]), seed, counter, u);
-                dst[l] = convert<T>(p.a + p.b * z);
+                double z = philox::normal<double>(philox::word64(r.v[2 * u], r.v[2 * u + 1]), seed, counter, u);
+                dst[l] = convert<T>(standard ? z : p.a + p.b * z);
               }
             } else {
               const float mean = static_cast<float>(p.a), stddev = static_cast<float>(p.b);
               for (std::int64_t l = 0; l < count; ++l) {
-                float z = philox::normal_f32(r.v[l], seed, counter, static_cast<philox::u32>(l));
-                dst[l] = convert<T>(static_cast<double>(mean + stddev * z));
+                float z = philox::normal<float>(r.v[l], seed, counter, static_cast<philox::u32>(l));
+                dst[l] = convert<T>(static_cast<double>(standard ? z : mean + stddev * z));
               }
             }
             break;

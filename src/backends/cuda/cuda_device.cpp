@@ -286,10 +286,11 @@ class CudaDevice final : public runtime::DeviceImpl {
     philox::RoundKeys keys = philox::round_keys(seed);
     void* args[] = {&o, &seed, &base, &a, &b, &low, &high, &g, &keys};
     // Exact floating point (no FMA contraction): the CPU's numbers, bit for bit.
-    CUfunction f = kernels_.get(KernelCache::key(KernelCache::kRandom, unsigned(out.dtype), unsigned(p.kind), wide),
-                                [&] { return random_source(out.dtype, p.kind, wide); }, true);
+    const bool standard = p.standard_normal();
+    CUfunction f = kernels_.get(KernelCache::key(KernelCache::kRandom, unsigned(out.dtype), unsigned(p.kind), wide, standard),
+                                [&] { return random_source(out.dtype, p.kind, wide, standard); }, true);
     const long long per = p.per_block(out.dtype);
-    kernels_.launch_1d(f, (g.n + per - 1) / per, cs(s).handle(), args, kernels_.resident_blocks());
+    kernels_.launch_1d(f, (g.n + per - 1) / per, cs(s).handle(), args, kernels_.resident_blocks(f));
   }
   void matmul(runtime::StreamImpl& s, const runtime::View& out, const runtime::View& a,
               const runtime::View& b) override {
@@ -349,13 +350,10 @@ class CudaDevice final : public runtime::DeviceImpl {
     kernels_.launch_1d(f, (g.n + per_thread - 1) / per_thread, cs(s).handle(), args);
   }
 
-  // Two waves of resident 256-thread blocks.
-  static long long resident_blocks_of(const Context& ctx) {
-    int sms = 0, per_sm = 0;
+  static int multiprocessors_of(const Context& ctx) {
+    int sms = 0;
     driver()->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, ctx.device());
-    driver()->cuDeviceGetAttribute(&per_sm, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, ctx.device());
-    long long blocks = 2LL * sms * (per_sm / 256);
-    return blocks > 0 ? blocks : 65536;
+    return sms;
   }
 
   std::unique_ptr<runtime::EventImpl> marker(runtime::StreamImpl& s) {
@@ -381,7 +379,7 @@ class CudaDevice final : public runtime::DeviceImpl {
   Context ctx_;
   runtime::CachingAllocator allocator_;
   runtime::CachingAllocator host_allocator_;
-  KernelCache kernels_{arch_of(ctx_), resident_blocks_of(ctx_)};
+  KernelCache kernels_{arch_of(ctx_), multiprocessors_of(ctx_)};
   Timeline timeline_{"cuda:" + std::to_string(index_), [this] { ctx_.make_current(); }};
   std::mutex mu_;  // guards default_
   std::shared_ptr<CudaStream> default_;

@@ -1,5 +1,7 @@
 #include "backends/cuda/cuda_kernels.hpp"
 
+#include <algorithm>
+
 #include "backends/cuda/nvrtc.hpp"
 #include "bronze/error.hpp"
 #include "shader/metal_headers.hpp"
@@ -126,6 +128,18 @@ CUfunction KernelCache::build(std::uint64_t key, const std::string& source, bool
   return f;
 }
 
+long long KernelCache::resident_blocks(CUfunction f) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = resident_.find(f);
+  if (it != resident_.end()) return it->second;
+  int per_multiprocessor = 0;
+  check(driver()->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_multiprocessor, f, 256, 0),
+        "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+  const long long blocks = std::max(1LL, static_cast<long long>(per_multiprocessor) * multiprocessors_);
+  resident_.emplace(f, blocks);
+  return blocks;
+}
+
 void KernelCache::launch_1d(CUfunction f, long long n, CUstream s, void** args, long long max_blocks) const {
   const unsigned threads = 256;
   long long blocks = (n + threads - 1) / threads;
@@ -220,29 +234,30 @@ const char* kPhiloxInclude =
 // queues them in a ring (slots from a shared-memory atomic, the count by a
 // warp reduction, so the check costs no barrier) and runs one attempt on 32
 // of them at a time, every lane busy, re-queuing those that need another;
-// they overwrite the placeholders the vector stores wrote. The ring holds at
-// most 31 + 4 * 32 + 32.
-std::string ziggurat_source(DType t) {
-  const std::string T = ctype(t), value = store(t, "(float)a + (float)b * z");
+// they overwrite the placeholders the vector stores wrote. At most 31 wait
+// between iterations (about 4 join in one); a batch runs with at most
+// RING - 32 waiting, so that its requeues never overwrite the entries it reads.
+std::string ziggurat_source(DType t, bool standard) {
+  const std::string T = ctype(t), value = store(t, standard ? "z" : "(float)a + (float)b * z");
   return program(std::string(kPhiloxInclude) +
-                 "enum { PER = 4 };\nstruct __align__(4 * sizeof(" + T + ")) Out { " + T + " e[4]; };\n"
+                 "enum { CHAINS = 2, RING = 128 };  // RING: a warp's queue, in entries\nstruct __align__(4 * sizeof(" + T + ")) Out { " + T + " e[4]; };\n"
                  "struct __align__(16) Pending { i64 i; u32 w, attempt; };  // element, its current word, the attempt due\n"
                  "// One attempt at p: its element when it accepts, else p queued again (returns 1).\n"
                  "__device__ __noinline__ unsigned attempt(" + T + "* o, float a, float b, u64 seed, u64 base, Pending p,\n"
                  "                                        Pending* queue, unsigned* tail) {\n"
                  "  float z;\n"
-                 "  if (philox::normal_f32_attempt(&p.w, p.attempt, seed, base + (u64)(p.i >> 2), (u32)(p.i & 3), &z)) {\n"
+                 "  if (philox::normal_attempt<float>(&p.w, p.attempt, seed, base + (u64)(p.i >> 2), (u32)(p.i & 3), &z)) {\n"
                  "    o[p.i] = " + value + ";\n    return 0;\n"
-                 "  }\n  p.attempt += 1;\n  queue[atomicAdd(tail, 1u) & 255] = p;\n  return 1;\n}\n"
+                 "  }\n  p.attempt += 1;\n  queue[atomicAdd(tail, 1u) % RING] = p;\n  return 1;\n}\n"
                  "__device__ inline unsigned warp_sum(unsigned v) {\n"
                  "#if __CUDA_ARCH__ >= 800\n  return __reduce_add_sync(~0u, v);\n"
                  "#else\n  for (int d = 16; d > 0; d >>= 1) v += __shfl_xor_sync(~0u, v, d);\n  return v;\n#endif\n}\n"
                  "extern \"C\" __global__ void __launch_bounds__(256) k(" + T +
                  "* o, u64 seed, u64 base, double a64, double b64, i64 low, i64 high, Geometry g,\n"
                  "    philox::RoundKeys keys) {\n"
-                 "  // Indexed by a word's layer and sign bits, the width signed: -(m w) is m (-w) exactly.\n"
+                 "  // Indexed by a word's sign and layer bits, the width signed: -(m w) is m (-w) exactly.\n"
                  "  __shared__ philox::ZigLayer layers[512];\n"
-                 "  __shared__ Pending ring[8][256];\n"
+                 "  __shared__ Pending ring[8][RING];\n"
                  "  __shared__ unsigned ring_tail[8];\n"
                  "  for (int l = threadIdx.x; l < 512; l += blockDim.x) {\n"
                  "    philox::ZigLayer layer = philox::kZigLayers[l & 255];\n"
@@ -258,49 +273,67 @@ std::string ziggurat_source(DType t) {
                  "  unsigned head = 0, queued = 0;\n"
                  "  auto run_batch = [&](unsigned n) {\n"
                  "    __syncwarp();  // entries and placeholders written by other lanes are visible\n"
-                 "    const unsigned again = lane < n ? attempt(o, a, b, seed, base, queue[(head + lane) & 255], queue, tail) : 0;\n"
+                 "    const unsigned again = lane < n ? attempt(o, a, b, seed, base, queue[(head + lane) % RING], queue, tail) : 0;\n"
                  "    queued += warp_sum(again);\n    head += n;\n  };\n"
-                 "  const i64 blocks = (g.n + 3) / 4;\n"
+                 "  auto drain = [&] { while (queued != head) run_batch(min(queued - head, 32u)); };\n"
                  "  const bool aligned = ((u64)o % sizeof(Out)) == 0;\n"
-                 "  const i64 full_blocks = g.n / 4;\n"
-                 "  // Warp-uniform trip count: the whole warp reaches every __syncwarp.\n"
-                 "  for (i64 first = blockIdx.x * (i64)blockDim.x + (threadIdx.x & ~31u); first < blocks;\n"
-                 "       first += (i64)gridDim.x * blockDim.x) {\n"
-                 "    const i64 blk = first + lane;\n"
-                 "    const philox::U32x4 r = philox::block(keys, base + (u64)blk);\n"
-                 "    Out w;\n"
-                 "    unsigned rejected = 0;  // bit l: word l failed its rectangle test\n"
+                 "  // A warp's iteration takes CHAINS x 32 blocks, lane l the blocks first + 32 c + l: independent\n"
+                 "  // Philox chains in flight, and the iteration's fixed costs spread over more words.\n"
+                 "  // The trip count is warp-uniform: the whole warp reaches every __syncwarp. (Bounds are read\n"
+                 "  // as g.n, a kernel parameter, rather than kept in registers.)\n"
+                 "  for (i64 first = (blockIdx.x * (i64)blockDim.x + (threadIdx.x & ~31u)) * CHAINS; first * 4 < g.n;\n"
+                 "       first += (i64)gridDim.x * blockDim.x * CHAINS) {\n"
+                 "    philox::U32x4 r[CHAINS];\n"
+                 "    Out w[CHAINS];\n"
+                 "    unsigned rejected = 0;  // bit 4c + l: word l of chain c failed its rectangle test\n"
                  "#pragma unroll\n"
-                 "    for (int l = 0; l < 4; ++l) {\n"
-                 "      const philox::ZigLayer layer = layers[r.v[l] & 0x1ffu];\n"
-                 "      const u32 m = r.v[l] >> 9;\n"
-                 "      const float z = __uint2float_rn(m) * layer.w;  // m exactly, as f32_of_u23 gives it, in one instruction\n"
-                 "      w.e[l] = " + value + ";\n"
-                 "      rejected |= (unsigned)(m >= layer.k) << l;\n"
+                 "    for (int c = 0; c < CHAINS; ++c) {\n"
+                 "      r[c] = philox::block(keys, base + (u64)(first + 32 * c + lane));\n"
+                 "#pragma unroll\n"
+                 "      for (int l = 0; l < 4; ++l) {\n"
+                 "        const philox::ZigLayer layer = layers[philox::zig_index(r[c].v[l])];\n"
+                 "        const u32 m = r[c].v[l] & 0x7fffffu;\n"
+                 "        const float z = __uint2float_rn(m) * layer.w;  // m exactly, as f32_of_u23 gives it, in one instruction\n"
+                 "        w[c].e[l] = " + value + ";\n"
+                 "        rejected |= (unsigned)(m >= layer.k) << (4 * c + l);\n"
+                 "      }\n"
                  "    }\n"
                  "    // Whole warps of whole blocks (all but the last) skip the range checks.\n"
-                 "    const bool whole = aligned && first + 32 <= full_blocks;\n"
-                 "    int valid = 4;\n"
-                 "    if (!whole) {\n"
-                 "      const i64 left = g.n - blk * 4;\n"
-                 "      valid = left >= 4 ? 4 : left > 0 ? (int)left : 0;\n"
-                 "      rejected &= (1u << valid) - 1;\n"
+                 "    if (aligned && (first + 32 * CHAINS) * 4 <= g.n) {\n"
+                 "#pragma unroll\n"
+                 "      for (int c = 0; c < CHAINS; ++c) *(Out*)(o + (first + 32 * c + lane) * 4) = w[c];\n"
+                 "    } else {\n"
+                 "#pragma unroll\n"
+                 "      for (int c = 0; c < CHAINS; ++c) {\n"
+                 "        const i64 blk = first + 32 * c + lane, left = g.n - blk * 4;\n"
+                 "        const int valid = left >= 4 ? 4 : left > 0 ? (int)left : 0;\n"
+                 "        rejected &= ~((0xfu >> valid) << (4 * c + valid));  // the words past the end\n"
+                 "        if (aligned && valid == 4) {\n"
+                 "          *(Out*)(o + blk * 4) = w[c];\n"
+                 "        } else {\n"
+                 "#pragma unroll\n"
+                 "          for (int l = 0; l < 4; ++l)  // constant indices: w stays in registers\n"
+                 "            if (l < valid) o[blk * 4 + l] = w[c].e[l];\n"
+                 "        }\n"
+                 "      }\n"
                  "    }\n"
-                 "    const unsigned count = __popc(rejected);\n"
+                 "    const unsigned count = __popc(rejected), total = warp_sum(count);\n"
+                 "    if (queued - head + total > RING - 32) drain();  // room for them and a batch's requeues: never in practice\n"
                  "    if (rejected) {  // usually one word\n"
                  "      unsigned slot = atomicAdd(tail, count);\n"
-                 "      do {\n"
-                 "        const int l = __ffs(rejected) - 1;\n"
-                 "        const u32 word = l == 0 ? r.v[0] : l == 1 ? r.v[1] : l == 2 ? r.v[2] : r.v[3];\n"
-                 "        queue[slot++ & 255] = Pending{blk * 4 + l, word, 1u};\n"
-                 "        rejected &= rejected - 1;\n"
-                 "      } while (rejected);\n"
+                 "#pragma unroll\n"
+                 "      for (int c = 0; c < CHAINS; ++c) {\n"
+                 "        for (unsigned left = (rejected >> (4 * c)) & 0xfu; left; left &= left - 1) {\n"
+                 "          const int l = __ffs(left) - 1;\n"
+                 "          const u32 word = l == 0 ? r[c].v[0] : l == 1 ? r[c].v[1] : l == 2 ? r[c].v[2] : r[c].v[3];\n"
+                 "          queue[slot++ % RING] = Pending{(first + 32 * c + lane) * 4 + l, word, 1u};\n"
+                 "        }\n"
+                 "      }\n"
                  "    }\n"
-                 "    if (whole) {\n      *(Out*)(o + blk * 4) = w;\n    } else {\n" + kStoreBlock + "    }\n"
-                 "    queued += warp_sum(count);\n"
+                 "    queued += total;\n"
                  "    while (queued - head >= 32) run_batch(32);\n"
                  "  }\n"
-                 "  while (queued != head) run_batch(min(queued - head, 32u));\n"
+                 "  drain();\n"
                  "}\n");
 }
 }  // namespace
@@ -310,8 +343,8 @@ std::string ziggurat_source(DType t) {
 // makes its block's `per` elements at once and writes them with one vector
 // store when they are all in range: per * sizeof(T) is 4 to 16 bytes and the
 // output is contiguous.
-std::string random_source(DType t, runtime::RandomKind kind, bool wide) {
-  if (kind == runtime::RandomKind::Normal && !wide) return ziggurat_source(t);
+std::string random_source(DType t, runtime::RandomKind kind, bool wide, bool standard) {
+  if (kind == runtime::RandomKind::Normal && !wide) return ziggurat_source(t, standard);
   const std::string per = wide ? "2" : "4", T = ctype(t);
   std::string make;  // fills double/i64 v[per] from block r
   switch (kind) {
@@ -320,8 +353,8 @@ std::string random_source(DType t, runtime::RandomKind kind, bool wide) {
                   : "    for (int l = 0; l < 4; ++l) v[l] = a + (double)philox::uniform_f32(r.v[l]) * (b - a);\n";
       break;
     case runtime::RandomKind::Normal:  // float64 (float is ziggurat_source)
-      make = "    for (int l = 0; l < 2; ++l)\n"
-             "      v[l] = a + b * philox::normal_f64(philox::word64(r.v[2 * l], r.v[2 * l + 1]), seed, base + (u64)blk, l);\n";
+      make = std::string("    for (int l = 0; l < 2; ++l)\n      v[l] = ") + (standard ? "" : "a + b * ") +
+             "philox::normal<double>(philox::word64(r.v[2 * l], r.v[2 * l + 1]), seed, base + (u64)blk, l);\n";
       break;
     case runtime::RandomKind::Int:
       make = std::string("    for (int l = 0; l < ") + per + "; ++l) v[l] = low + (i64)(" +

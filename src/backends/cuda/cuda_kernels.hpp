@@ -30,10 +30,12 @@ std::vector<char> compile_tensor_kernel(const std::string& source, int arch, boo
 
 class KernelCache {
  public:
-  // resident_blocks: 256-thread blocks for a compute-bound grid-stride loop.
-  KernelCache(int arch, long long resident_blocks) : arch_(arch), resident_blocks_(resident_blocks) {}
+  KernelCache(int arch, int multiprocessors) : arch_(arch), multiprocessors_(multiprocessors) {}
   int arch() const { return arch_; }
-  long long resident_blocks() const { return resident_blocks_; }
+  // The 256-thread blocks of f that the device holds at once: one full wave,
+  // the grid of a compute-bound grid-stride loop (every block runs from the
+  // start and does the same work).
+  long long resident_blocks(CUfunction f);
   // Which generated kernel (kind and the arguments of its *_source), packed
   // so that a launch finds its function without building the source.
   enum Kind : unsigned { kFill, kCopy, kArange, kRandom, kBinary };
@@ -53,17 +55,17 @@ class KernelCache {
   }
   // Launches f over n work items (threads of its grid-stride loop) in at
   // most max_blocks blocks of 256. Memory-bound kernels stream best with a
-  // block per 256 items (a + b: 4110 GB/s vs 3854 with resident_blocks());
-  // compute-bound ones with resident_blocks() (Philox: 69 us vs 91 us).
+  // block per 256 items (a + b: 4110 GB/s vs 3854 with two waves of resident
+  // blocks); compute-bound ones with resident_blocks(f) (Philox: 69 us vs 91 us).
   void launch_1d(CUfunction f, long long n, CUstream s, void** args, long long max_blocks = 65536) const;
 
  private:
   CUfunction build(std::uint64_t key, const std::string& source, bool exact_fp);
 
-  int arch_;
-  long long resident_blocks_;
+  int arch_, multiprocessors_;
   std::mutex mu_;
   std::unordered_map<std::uint64_t, CUfunction> fns_;
+  std::unordered_map<CUfunction, long long> resident_;  // filled by resident_blocks()
 };
 
 std::string copy_source(DType dst, DType src);
@@ -71,6 +73,7 @@ std::string copy_source(DType dst, DType src);
 std::string binary_source(DType t, runtime::BinaryOp op, bool scalar_operand, bool vectorized);
 std::string fill_source(unsigned bytes);  // a 1-, 2-, 4- or 8-byte pattern into every element, any strides
 std::string arange_source(DType t);
-std::string random_source(DType t, runtime::RandomKind kind, bool wide);
+// standard: (mean 0, std 1) normals, stored as drawn (RandomParams::standard_normal()).
+std::string random_source(DType t, runtime::RandomKind kind, bool wide, bool standard);
 
 }  // namespace bronze::cuda

@@ -77,6 +77,7 @@ const Loaded& loaded() {
     sym(h, d.cuModuleGetGlobal, "cuModuleGetGlobal_v2", missing);
     sym(h, d.cuFuncGetAttribute, "cuFuncGetAttribute", missing);
     sym(h, d.cuFuncSetAttribute, "cuFuncSetAttribute", missing);
+    sym(h, d.cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor", missing);
     d.cuFuncGetParamInfo = reinterpret_cast<decltype(d.cuFuncGetParamInfo)>(dlsym(h, "cuFuncGetParamInfo"));
     if (!missing.empty()) {
       r.status = "the CUDA driver lacks " + missing;
