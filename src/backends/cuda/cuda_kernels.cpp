@@ -226,27 +226,53 @@ const char* kPhiloxInclude =
     "#include \"philox.hpp\"\n"
     "namespace philox = bronze::philox;\n";
 
-// Float normals (philox.hpp's ziggurat). A word's rectangle test is a lookup
+// Normals (philox.hpp's ziggurat), float from 32-bit words (four a Philox
+// block), double from 64-bit ones (two). A word's rectangle test is a lookup
 // in a shared-memory copy of the layers (the sign folded in). The 1.5% of
 // words that fail it take further attempts, about half of them more than
 // one; a warp running those in place would wait on its slowest lane every
-// iteration (most warps hold one such word among their 128). Instead a warp
+// iteration (most warps hold one such word among their 256). Instead a warp
 // queues them in a ring (slots from a shared-memory atomic, the count by a
 // warp reduction, so the check costs no barrier) and runs one attempt on 32
 // of them at a time, every lane busy, re-queuing those that need another;
 // they overwrite the placeholders the vector stores wrote. At most 31 wait
 // between iterations (about 4 join in one); a batch runs with at most
 // RING - 32 waiting, so that its requeues never overwrite the entries it reads.
-std::string ziggurat_source(DType t, bool standard) {
-  const std::string T = ctype(t), value = store(t, standard ? "z" : "(float)a + (float)b * z");
+std::string ziggurat_source(DType t, bool wide, bool standard) {
+  const std::string T = ctype(t), W = wide ? "u64" : "u32", F = wide ? "double" : "float",
+                    WORDS = wide ? "2" : "4", layer = wide ? "philox::ZigLayer64" : "philox::ZigLayer",
+                    value = wide ? (standard ? "z" : "a + b * z")
+                                 : store(t, standard ? "z" : "(float)a + (float)b * z");
+  // Word l (a constant) of chain c's block r[c], and the same for a variable l.
+  auto word = [&](const std::string& c, int l) {
+    return wide ? "philox::word64(r[" + c + "].v[" + std::to_string(2 * l) + "], r[" + c + "].v[" +
+                      std::to_string(2 * l + 1) + "])"
+                : "r[" + c + "].v[" + std::to_string(l) + "]";
+  };
+  std::string word_l = word("c", wide ? 1 : 3);
+  for (int l = wide ? 0 : 2; l >= 0; --l) word_l = "l == " + std::to_string(l) + " ? " + word("c", l) + " : " + word_l;
+  // The position as a number, exactly: I2FP is one instruction for 23 bits,
+  // f64_of_u52 an OR and an add (the CPU's way) for 52.
+  const std::string position = wide ? "philox::f64_of_u52(m)" : "__uint2float_rn(m)",
+                    mask = wide ? "0xfffffffffffffull" : "0x7fffffu";
+  std::string words_loop;
+  for (int l = 0; l < (wide ? 2 : 4); ++l)
+    words_loop += "      {\n        const " + W + " x = " + word("c", l) + ";\n"
+                  "        const " + layer + " layer = layers[philox::zig_index(x)];\n"
+                  "        const " + W + " m = x & " + mask + ";\n"
+                  "        const " + F + " z = " + position + " * layer.w;\n"
+                  "        w[c].e[" + std::to_string(l) + "] = " + value + ";\n"
+                  "        rejected |= (unsigned)(m >= layer.k) << (WORDS * c + " + std::to_string(l) + ");\n      }\n";
   return program(std::string(kPhiloxInclude) +
-                 "enum { CHAINS = 2, RING = 128 };  // RING: a warp's queue, in entries\nstruct __align__(4 * sizeof(" + T + ")) Out { " + T + " e[4]; };\n"
-                 "struct __align__(16) Pending { i64 i; u32 w, attempt; };  // element, its current word, the attempt due\n"
+                 "enum { CHAINS = 2, RING = 128, WORDS = " + WORDS + " };  // RING: a warp's queue, in entries\n"
+                 "typedef " + W + " Word;\ntypedef " + F + " Real;\n"
+                 "struct __align__(WORDS * sizeof(" + T + ")) Out { " + T + " e[WORDS]; };\n"
+                 "struct __align__(16) Pending { i64 i; Word w; u32 attempt; };  // element, its current word, the attempt due\n"
                  "// One attempt at p: its element when it accepts, else p queued again (returns 1).\n"
-                 "__device__ __noinline__ unsigned attempt(" + T + "* o, float a, float b, u64 seed, u64 base, Pending p,\n"
+                 "__device__ __noinline__ unsigned attempt(" + T + "* o, Real a, Real b, u64 seed, u64 base, Pending p,\n"
                  "                                        Pending* queue, unsigned* tail) {\n"
-                 "  float z;\n"
-                 "  if (philox::normal_attempt<float>(&p.w, p.attempt, seed, base + (u64)(p.i >> 2), (u32)(p.i & 3), &z)) {\n"
+                 "  Real z;\n"
+                 "  if (philox::normal_attempt<Real>(&p.w, p.attempt, seed, base + (u64)(p.i / WORDS), (u32)(p.i % WORDS), &z)) {\n"
                  "    o[p.i] = " + value + ";\n    return 0;\n"
                  "  }\n  p.attempt += 1;\n  queue[atomicAdd(tail, 1u) % RING] = p;\n  return 1;\n}\n"
                  "__device__ inline unsigned warp_sum(unsigned v) {\n"
@@ -256,16 +282,16 @@ std::string ziggurat_source(DType t, bool standard) {
                  "* o, u64 seed, u64 base, double a64, double b64, i64 low, i64 high, Geometry g,\n"
                  "    philox::RoundKeys keys) {\n"
                  "  // Indexed by a word's sign and layer bits, the width signed: -(m w) is m (-w) exactly.\n"
-                 "  __shared__ philox::ZigLayer layers[512];\n"
+                 "  __shared__ " + layer + " layers[512];\n"
                  "  __shared__ Pending ring[8][RING];\n"
                  "  __shared__ unsigned ring_tail[8];\n"
                  "  for (int l = threadIdx.x; l < 512; l += blockDim.x) {\n"
-                 "    philox::ZigLayer layer = philox::kZigLayers[l & 255];\n"
+                 "    " + layer + " layer = philox::Zig<Real>::layer(l & 255);\n"
                  "    if (l & 256) layer.w = -layer.w;\n"
                  "    layers[l] = layer;\n  }\n"
                  "  if (threadIdx.x < 8) ring_tail[threadIdx.x] = 0;\n"
                  "  __syncthreads();\n"
-                 "  const float a = (float)a64, b = (float)b64;\n"
+                 "  const Real a = (Real)a64, b = (Real)b64;\n"
                  "  const unsigned lane = threadIdx.x & 31;\n"
                  "  Pending* queue = ring[threadIdx.x >> 5];\n"
                  "  unsigned* tail = &ring_tail[threadIdx.x >> 5];\n"
@@ -281,39 +307,31 @@ std::string ziggurat_source(DType t, bool standard) {
                  "  // Philox chains in flight, and the iteration's fixed costs spread over more words.\n"
                  "  // The trip count is warp-uniform: the whole warp reaches every __syncwarp. (Bounds are read\n"
                  "  // as g.n, a kernel parameter, rather than kept in registers.)\n"
-                 "  for (i64 first = (blockIdx.x * (i64)blockDim.x + (threadIdx.x & ~31u)) * CHAINS; first * 4 < g.n;\n"
+                 "  for (i64 first = (blockIdx.x * (i64)blockDim.x + (threadIdx.x & ~31u)) * CHAINS; first * WORDS < g.n;\n"
                  "       first += (i64)gridDim.x * blockDim.x * CHAINS) {\n"
                  "    philox::U32x4 r[CHAINS];\n"
                  "    Out w[CHAINS];\n"
-                 "    unsigned rejected = 0;  // bit 4c + l: word l of chain c failed its rectangle test\n"
+                 "    unsigned rejected = 0;  // bit WORDS c + l: word l of chain c failed its rectangle test\n"
                  "#pragma unroll\n"
                  "    for (int c = 0; c < CHAINS; ++c) {\n"
-                 "      r[c] = philox::block(keys, base + (u64)(first + 32 * c + lane));\n"
-                 "#pragma unroll\n"
-                 "      for (int l = 0; l < 4; ++l) {\n"
-                 "        const philox::ZigLayer layer = layers[philox::zig_index(r[c].v[l])];\n"
-                 "        const u32 m = r[c].v[l] & 0x7fffffu;\n"
-                 "        const float z = __uint2float_rn(m) * layer.w;  // m exactly, as f32_of_u23 gives it, in one instruction\n"
-                 "        w[c].e[l] = " + value + ";\n"
-                 "        rejected |= (unsigned)(m >= layer.k) << (4 * c + l);\n"
-                 "      }\n"
+                 "      r[c] = philox::block(keys, base + (u64)(first + 32 * c + lane));\n" + words_loop +
                  "    }\n"
                  "    // Whole warps of whole blocks (all but the last) skip the range checks.\n"
-                 "    if (aligned && (first + 32 * CHAINS) * 4 <= g.n) {\n"
+                 "    if (aligned && (first + 32 * CHAINS) * WORDS <= g.n) {\n"
                  "#pragma unroll\n"
-                 "      for (int c = 0; c < CHAINS; ++c) *(Out*)(o + (first + 32 * c + lane) * 4) = w[c];\n"
+                 "      for (int c = 0; c < CHAINS; ++c) *(Out*)(o + (first + 32 * c + lane) * WORDS) = w[c];\n"
                  "    } else {\n"
                  "#pragma unroll\n"
                  "      for (int c = 0; c < CHAINS; ++c) {\n"
-                 "        const i64 blk = first + 32 * c + lane, left = g.n - blk * 4;\n"
-                 "        const int valid = left >= 4 ? 4 : left > 0 ? (int)left : 0;\n"
-                 "        rejected &= ~((0xfu >> valid) << (4 * c + valid));  // the words past the end\n"
-                 "        if (aligned && valid == 4) {\n"
-                 "          *(Out*)(o + blk * 4) = w[c];\n"
+                 "        const i64 blk = first + 32 * c + lane, left = g.n - blk * WORDS;\n"
+                 "        const int valid = left >= WORDS ? WORDS : left > 0 ? (int)left : 0;\n"
+                 "        rejected &= ~((((1u << WORDS) - 1) >> valid) << (WORDS * c + valid));  // the words past the end\n"
+                 "        if (aligned && valid == WORDS) {\n"
+                 "          *(Out*)(o + blk * WORDS) = w[c];\n"
                  "        } else {\n"
                  "#pragma unroll\n"
-                 "          for (int l = 0; l < 4; ++l)  // constant indices: w stays in registers\n"
-                 "            if (l < valid) o[blk * 4 + l] = w[c].e[l];\n"
+                 "          for (int l = 0; l < WORDS; ++l)  // constant indices: w stays in registers\n"
+                 "            if (l < valid) o[blk * WORDS + l] = w[c].e[l];\n"
                  "        }\n"
                  "      }\n"
                  "    }\n"
@@ -323,10 +341,10 @@ std::string ziggurat_source(DType t, bool standard) {
                  "      unsigned slot = atomicAdd(tail, count);\n"
                  "#pragma unroll\n"
                  "      for (int c = 0; c < CHAINS; ++c) {\n"
-                 "        for (unsigned left = (rejected >> (4 * c)) & 0xfu; left; left &= left - 1) {\n"
+                 "        for (unsigned left = (rejected >> (WORDS * c)) & ((1u << WORDS) - 1); left; left &= left - 1) {\n"
                  "          const int l = __ffs(left) - 1;\n"
-                 "          const u32 word = l == 0 ? r[c].v[0] : l == 1 ? r[c].v[1] : l == 2 ? r[c].v[2] : r[c].v[3];\n"
-                 "          queue[slot++ % RING] = Pending{(first + 32 * c + lane) * 4 + l, word, 1u};\n"
+                 "          const Word word = " + word_l + ";\n"
+                 "          queue[slot++ % RING] = Pending{(first + 32 * c + lane) * WORDS + l, word, 1u};\n"
                  "        }\n"
                  "      }\n"
                  "    }\n"
@@ -338,29 +356,22 @@ std::string ziggurat_source(DType t, bool standard) {
 }
 }  // namespace
 
-// The CPU's mapping (philox.hpp, cpu_kernels.cpp random()), one thread per
-// Philox block: the same seed and offset give the same numbers. A thread
+// The CPU's mapping (philox.hpp, cpu_kernels.cpp random()): the same seed
+// and offset give the same numbers. Normals are ziggurat_source's; uniforms
+// and integers take one thread per Philox block. A thread
 // makes its block's `per` elements at once and writes them with one vector
 // store when they are all in range: per * sizeof(T) is 4 to 16 bytes and the
 // output is contiguous.
 std::string random_source(DType t, runtime::RandomKind kind, bool wide, bool standard) {
-  if (kind == runtime::RandomKind::Normal && !wide) return ziggurat_source(t, standard);
+  if (kind == runtime::RandomKind::Normal) return ziggurat_source(t, wide, standard);
   const std::string per = wide ? "2" : "4", T = ctype(t);
   std::string make;  // fills double/i64 v[per] from block r
-  switch (kind) {
-    case runtime::RandomKind::Uniform:
-      make = wide ? "    for (int l = 0; l < 2; ++l) v[l] = a + philox::uniform_f64(r.v[2 * l], r.v[2 * l + 1]) * (b - a);\n"
-                  : "    for (int l = 0; l < 4; ++l) v[l] = a + (double)philox::uniform_f32(r.v[l]) * (b - a);\n";
-      break;
-    case runtime::RandomKind::Normal:  // float64 (float is ziggurat_source)
-      make = std::string("    for (int l = 0; l < 2; ++l)\n      v[l] = ") + (standard ? "" : "a + b * ") +
-             "philox::normal<double>(philox::word64(r.v[2 * l], r.v[2 * l + 1]), seed, base + (u64)blk, l);\n";
-      break;
-    case runtime::RandomKind::Int:
-      make = std::string("    for (int l = 0; l < ") + per + "; ++l) v[l] = low + (i64)(" +
-             (wide ? "((u64)r.v[2 * l] << 32 | r.v[2 * l + 1])" : "(u64)r.v[l]") + " % (u64)(high - low));\n";
-      break;
-  }
+  if (kind == runtime::RandomKind::Uniform)
+    make = wide ? "    for (int l = 0; l < 2; ++l) v[l] = a + philox::uniform_f64(r.v[2 * l], r.v[2 * l + 1]) * (b - a);\n"
+                : "    for (int l = 0; l < 4; ++l) v[l] = a + (double)philox::uniform_f32(r.v[l]) * (b - a);\n";
+  else
+    make = std::string("    for (int l = 0; l < ") + per + "; ++l) v[l] = low + (i64)(" +
+           (wide ? "((u64)r.v[2 * l] << 32 | r.v[2 * l + 1])" : "(u64)r.v[l]") + " % (u64)(high - low));\n";
   const char* vt = kind == runtime::RandomKind::Int ? "i64" : "double";
   return program(std::string(kPhiloxInclude) +
                  "enum { PER = " + per + " };\nstruct __align__(PER * sizeof(" + T + ")) Out { " + T + " e[PER]; };\n"
