@@ -290,7 +290,10 @@ class CudaDevice final : public runtime::DeviceImpl {
     CUfunction f = kernels_.get(KernelCache::key(KernelCache::kRandom, unsigned(out.dtype), unsigned(p.kind), wide, standard),
                                 [&] { return random_source(out.dtype, p.kind, wide, standard); }, true);
     const long long per = p.per_block(out.dtype);
-    kernels_.launch_1d(f, (g.n + per - 1) / per, cs(s).handle(), args, kernels_.resident_blocks(f));
+    // Four waves of resident blocks: blocks of the normal kernel end unevenly (their queues drain
+    // last) and later waves fill the gaps (H200, 64M floats: 2100 GB/s in one wave, 2300 in two,
+    // 2370 in four, 2250 in eight).
+    kernels_.launch_1d(f, (g.n + per - 1) / per, cs(s).handle(), args, 4 * kernels_.resident_blocks(f));
   }
   void matmul(runtime::StreamImpl& s, const runtime::View& out, const runtime::View& a,
               const runtime::View& b) override {

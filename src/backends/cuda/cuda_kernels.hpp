@@ -32,9 +32,8 @@ class KernelCache {
  public:
   KernelCache(int arch, int multiprocessors) : arch_(arch), multiprocessors_(multiprocessors) {}
   int arch() const { return arch_; }
-  // The 256-thread blocks of f that the device holds at once: one full wave,
-  // the grid of a compute-bound grid-stride loop (every block runs from the
-  // start and does the same work).
+  // The 256-thread blocks of f that the device holds at once (one wave):
+  // compute-bound grid-stride loops launch a few waves of them.
   long long resident_blocks(CUfunction f);
   // Which generated kernel (kind and the arguments of its *_source), packed
   // so that a launch finds its function without building the source.
@@ -56,7 +55,8 @@ class KernelCache {
   // Launches f over n work items (threads of its grid-stride loop) in at
   // most max_blocks blocks of 256. Memory-bound kernels stream best with a
   // block per 256 items (a + b: 4110 GB/s vs 3854 with two waves of resident
-  // blocks); compute-bound ones with resident_blocks(f) (Philox: 69 us vs 91 us).
+  // blocks); compute-bound ones with a few waves of resident_blocks(f) (Philox:
+  // 69 us vs 91 us).
   void launch_1d(CUfunction f, long long n, CUstream s, void** args, long long max_blocks = 65536) const;
 
  private:
