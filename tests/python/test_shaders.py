@@ -168,6 +168,26 @@ def test_threadgroup_reduction_with_barriers():
     np.testing.assert_allclose(out.numpy(), np.pad(x, (0, 12 * 256 - n)).reshape(12, 256).sum(1), rtol=1e-5)
 
 
+@cpu_only
+def test_cooperative_threads_get_room_for_large_private_arrays():
+    """Each thread of a barrier kernel runs on its own fiber stack: 96 KiB of
+    private array per thread must neither fault nor overwrite a neighbour's."""
+    lib = compile("""
+    kernel void k(device float* out, constant uint& step, uint i [[thread_position_in_grid]]) {
+      float big[24576];  // 96 KiB
+      for (uint j = 0; j < 24576; ++j) big[j] = float(i * 24576 + j);
+      threadgroup_barrier(mem_flags::mem_threadgroup);  // every thread's array is live at once
+      float s = 0.0f;
+      for (uint j = 0; j < 24576; j += step) s += big[j];
+      out[i] = s;
+    }""")
+    assert lib.k.cooperative
+    out = bronze.zeros(128)
+    lib.k(out, 4096, threads=128, group_size=64)
+    i = np.arange(128, dtype=np.float64)[:, None]
+    np.testing.assert_allclose(out.numpy(), (i * 24576 + np.arange(0, 24576, 4096)).sum(1), rtol=1e-6)
+
+
 def test_simdgroup_functions():
     lib = compile("""
     kernel void simd(device const float* x, device float* o, uint i [[thread_position_in_grid]],

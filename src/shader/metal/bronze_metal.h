@@ -19,6 +19,7 @@
 #define BRONZE_CUDA 0
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/mman.h>
 #include <ucontext.h>
 #define BRONZE_M(f) __builtin_##f  /* builtins only: no libc names leak into kernels */
 #define BRONZE_MEMCPY __builtin_memcpy

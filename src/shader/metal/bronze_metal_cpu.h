@@ -155,7 +155,42 @@ struct scratch {
 };
 inline thread_local scratch tg_scratch[8];
 inline thread_local scratch fiber_scratch;
-constexpr size_t kFiberStack = 64 * 1024;
+
+// The fibers' stacks, kFiberStack bytes each, kStackStride apart with an
+// inaccessible guard below each: a thread whose private arrays outgrow its
+// stack faults at once rather than overwriting its neighbour's frames. The
+// region is only reserved; pages are committed as frames touch them.
+// (64 KiB guards suit any page size up to 64 KiB.)
+constexpr size_t kFiberStack = 256 * 1024, kStackGuard = 64 * 1024, kStackStride = kFiberStack + kStackGuard;
+struct stack_region {
+  char* p = nullptr;
+  size_t n = 0;        // stacks
+  bool mapped = false;  // else malloc's, without guards (mmap refused)
+  ~stack_region() { release(); }
+  void release() {
+    if (mapped) munmap(p, n * kStackStride);
+    else __builtin_free(p);
+    p = nullptr;
+    n = 0;
+  }
+  char* get(size_t stacks) {  // the lowest stack's base (just above its guard)
+    if (stacks > n) {
+      release();
+#ifdef MAP_NORESERVE
+      const int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+#else
+      const int flags = MAP_PRIVATE | MAP_ANONYMOUS;
+#endif
+      void* m = mmap(nullptr, stacks * kStackStride, PROT_READ | PROT_WRITE, flags, -1, 0);
+      mapped = m != MAP_FAILED;
+      p = mapped ? (char*)m : (char*)__builtin_malloc(stacks * kStackStride);
+      n = stacks;
+      for (size_t k = 0; mapped && k < stacks; ++k) mprotect(p + k * kStackStride, kStackGuard, PROT_NONE);
+    }
+    return p + kStackGuard;
+  }
+};
+inline thread_local stack_region fiber_stacks;
 
 inline void* tg_buffer(int index, const bronze_launch* L) { return tg_scratch[index].get(L->tg_bytes[index] ? L->tg_bytes[index] : 16); }
 
@@ -251,17 +286,16 @@ inline void run_groups_cooperative(const bronze_launch* L, uint64_t g0, uint64_t
   init_fixed(L, base);
   const uint32_t max_threads = L->group[0] * L->group[1] * L->group[2];
   const int nsg = (int)((max_threads + kSimd - 1) / kSimd);
-  // One per-OS-thread block: contexts, states, ids, exchange slots, stacks.
+  // One per-OS-thread block: contexts, states, ids, exchange slots (the stacks are fiber_stacks).
   const size_t n_ctx = sizeof(fiber) * max_threads, n_st = sizeof(fiber_state) * max_threads,
                n_id = sizeof(ids) * max_threads, n_x = (size_t)nsg * 2 * kSimd * kSlot;
   auto round16 = [](size_t v) { return (v + 15) & ~(size_t)15; };
-  char* mem = (char*)fiber_scratch.get(round16(n_ctx) + round16(n_st) + round16(n_id) + n_x +
-                                       kFiberStack * max_threads);
+  char* mem = (char*)fiber_scratch.get(round16(n_ctx) + round16(n_st) + round16(n_id) + n_x);
   fiber* ctx = (fiber*)mem;
   fiber_state* st = (fiber_state*)(mem + round16(n_ctx));
   ids* idv = (ids*)(mem + round16(n_ctx) + round16(n_st));
   unsigned char* xchg = (unsigned char*)(mem + round16(n_ctx) + round16(n_st) + round16(n_id));
-  char* stacks = (char*)xchg + n_x;
+  char* stacks = fiber_stacks.get(max_threads);
   int parity[32];
   uint32_t mask[64];
   group_ctx g;
@@ -289,7 +323,7 @@ inline void run_groups_cooperative(const bronze_launch* L, uint64_t g0, uint64_t
           thread_ids(L, id, lx, ly, lz, a);
           idv[k] = id;
           st[k] = RUN;
-          fiber_init(ctx[k], stacks + (size_t)k * kFiberStack, kFiberStack, fiber_main);
+          fiber_init(ctx[k], stacks + (size_t)k * kStackStride, kFiberStack, fiber_main);
         }
     for (;;) {
       for (int i = 0; i < g.n; ++i) {
