@@ -42,7 +42,8 @@ def test_set_per_process_memory_fraction_errors():
     assert bronze.get_per_process_memory_fraction() == 2.0
 
 
-def test_profiler_module():
+def test_profiler_module(tmp_path, monkeypatch):
+    monkeypatch.setenv("BRONZE_TRACE_FILE", str(tmp_path / "trace.json"))  # the default path, kept out of the cwd
     with bronze.profiler.profile(mode="event", wait_until_completed=False) as p:
         x = bronze.rand(1, 128, 6, 6)
         (x * 2).numpy()
