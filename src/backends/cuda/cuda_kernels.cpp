@@ -240,7 +240,7 @@ const char* kPhiloxInclude =
 // its requeues never overwrite the entries it reads.
 std::string ziggurat_source(DType t, bool wide, bool standard) {
   const std::string T = ctype(t), W = wide ? "u64" : "u32", F = wide ? "double" : "float",
-                    WORDS = wide ? "2" : "4", layer = wide ? "philox::ZigLayer64" : "philox::ZigLayer",
+                    PER = wide ? "2" : "4", layer = wide ? "philox::ZigLayer64" : "philox::ZigLayer",
                     value = wide ? (standard ? "z" : "a + b * z")
                                  : store(t, standard ? "z" : "(float)a + (float)b * z");
   // Word l (a constant) of chain c's block r[c], and the same for a variable l.
@@ -261,18 +261,18 @@ std::string ziggurat_source(DType t, bool wide, bool standard) {
                   "        const " + layer + " layer = layers[philox::zig_index(x)];\n"
                   "        const " + W + " m = x & " + mask + ";\n"
                   "        const " + F + " z = " + position + " * layer.w;\n"
-                  "        w[c].e[" + std::to_string(l) + "] = " + value + ";\n"
-                  "        rejected |= (unsigned)(m >= layer.k) << (WORDS * c + " + std::to_string(l) + ");\n      }\n";
+                  "        vals[c].e[" + std::to_string(l) + "] = " + value + ";\n"
+                  "        rejected |= (unsigned)(m >= layer.k) << (PER * c + " + std::to_string(l) + ");\n      }\n";
   return program(std::string(kPhiloxInclude) +
-                 "enum { CHAINS = 4, RING = 128, WORDS = " + WORDS + " };  // RING: a warp's queue, in entries\n"
+                 "enum { CHAINS = 4, RING = 128, PER = " + PER + " };  // RING: a warp's queue, in entries\n"
                  "typedef " + W + " Word;\ntypedef " + F + " Real;\n"
-                 "struct __align__(WORDS * sizeof(" + T + ")) Out { " + T + " e[WORDS]; };\n"
+                 "struct __align__(PER * sizeof(" + T + ")) Out { " + T + " e[PER]; };\n"
                  "struct __align__(16) Pending { i64 i; Word w; u32 attempt; };  // element, its current word, the attempt due\n"
                  "// One attempt at p: its element when it accepts, else p queued again (returns 1).\n"
                  "__device__ __noinline__ unsigned attempt(" + T + "* o, Real a, Real b, u64 seed, u64 base, Pending p,\n"
                  "                                        Pending* queue, unsigned* tail) {\n"
                  "  Real z;\n"
-                 "  if (philox::normal_attempt<Real>(&p.w, p.attempt, seed, base + (u64)(p.i / WORDS), (u32)(p.i % WORDS), &z)) {\n"
+                 "  if (philox::normal_attempt<Real>(&p.w, p.attempt, seed, base + (u64)(p.i / PER), (u32)(p.i % PER), &z)) {\n"
                  "    o[p.i] = " + value + ";\n    return 0;\n"
                  "  }\n  p.attempt += 1;\n  queue[atomicAdd(tail, 1u) % RING] = p;\n  return 1;\n}\n"
                  "__device__ inline unsigned warp_sum(unsigned v) {\n"
@@ -308,32 +308,26 @@ std::string ziggurat_source(DType t, bool wide, bool standard) {
                  "  // 64M floats: 1820 GB/s with 1 chain, 2084 with 2, 2100 with 4; doubles 1940, 2100, 2220).\n"
                  "  // The trip count is warp-uniform: the whole warp reaches every __syncwarp. (Bounds are read\n"
                  "  // as g.n, a kernel parameter, rather than kept in registers.)\n"
-                 "  for (i64 first = (blockIdx.x * (i64)blockDim.x + (threadIdx.x & ~31u)) * CHAINS; first * WORDS < g.n;\n"
+                 "  for (i64 first = (blockIdx.x * (i64)blockDim.x + (threadIdx.x & ~31u)) * CHAINS; first * PER < g.n;\n"
                  "       first += (i64)gridDim.x * blockDim.x * CHAINS) {\n"
                  "    philox::U32x4 r[CHAINS];\n"
-                 "    Out w[CHAINS];\n"
-                 "    unsigned rejected = 0;  // bit WORDS c + l: word l of chain c failed its rectangle test\n"
+                 "    Out vals[CHAINS];\n"
+                 "    unsigned rejected = 0;  // bit PER c + l: word l of chain c failed its rectangle test\n"
                  "#pragma unroll\n"
                  "    for (int c = 0; c < CHAINS; ++c) {\n"
                  "      r[c] = philox::block(keys, base + (u64)(first + 32 * c + lane));\n" + words_loop +
                  "    }\n"
                  "    // Whole warps of whole blocks (all but the last) skip the range checks.\n"
-                 "    if (aligned && (first + 32 * CHAINS) * WORDS <= g.n) {\n"
+                 "    if (aligned && (first + 32 * CHAINS) * PER <= g.n) {\n"
                  "#pragma unroll\n"
-                 "      for (int c = 0; c < CHAINS; ++c) *(Out*)(o + (first + 32 * c + lane) * WORDS) = w[c];\n"
+                 "      for (int c = 0; c < CHAINS; ++c) *(Out*)(o + (first + 32 * c + lane) * PER) = vals[c];\n"
                  "    } else {\n"
                  "#pragma unroll\n"
                  "      for (int c = 0; c < CHAINS; ++c) {\n"
-                 "        const i64 blk = first + 32 * c + lane, left = g.n - blk * WORDS;\n"
-                 "        const int valid = left >= WORDS ? WORDS : left > 0 ? (int)left : 0;\n"
-                 "        rejected &= ~((((1u << WORDS) - 1) >> valid) << (WORDS * c + valid));  // the words past the end\n"
-                 "        if (aligned && valid == WORDS) {\n"
-                 "          *(Out*)(o + blk * WORDS) = w[c];\n"
-                 "        } else {\n"
-                 "#pragma unroll\n"
-                 "          for (int l = 0; l < WORDS; ++l)  // constant indices: w stays in registers\n"
-                 "            if (l < valid) o[blk * WORDS + l] = w[c].e[l];\n"
-                 "        }\n"
+                 "        const i64 blk = first + 32 * c + lane, left = g.n - blk * PER;\n"
+                 "        const int valid = left >= PER ? PER : left > 0 ? (int)left : 0;\n"
+                 "        rejected &= ~((((1u << PER) - 1) >> valid) << (PER * c + valid));  // the words past the end\n"
+                 "        const Out& w = vals[c];\n" + kStoreBlock +
                  "      }\n"
                  "    }\n"
                  "    const unsigned count = __popc(rejected), total = warp_sum(count);\n"
@@ -342,10 +336,10 @@ std::string ziggurat_source(DType t, bool wide, bool standard) {
                  "      unsigned slot = atomicAdd(tail, count);\n"
                  "#pragma unroll\n"
                  "      for (int c = 0; c < CHAINS; ++c) {\n"
-                 "        for (unsigned left = (rejected >> (WORDS * c)) & ((1u << WORDS) - 1); left; left &= left - 1) {\n"
+                 "        for (unsigned left = (rejected >> (PER * c)) & ((1u << PER) - 1); left; left &= left - 1) {\n"
                  "          const int l = __ffs(left) - 1;\n"
                  "          const Word word = " + word_l + ";\n"
-                 "          queue[slot++ % RING] = Pending{(first + 32 * c + lane) * WORDS + l, word, 1u};\n"
+                 "          queue[slot++ % RING] = Pending{(first + 32 * c + lane) * PER + l, word, 1u};\n"
                  "        }\n"
                  "      }\n"
                  "    }\n"
