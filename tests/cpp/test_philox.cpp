@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "bronze/bronze.hpp"
@@ -95,14 +96,18 @@ TEST(Generator, NormalMoments) {
   EXPECT_NEAR(var, 1.0, 0.01);
 }
 
+namespace {
+// |got - want| in units of the last place of an F of magnitude `want`.
+template <typename F>
+double ulps(F got, long double want) {
+  long double ulp = std::ldexp(1.0L, std::ilogb(static_cast<F>(want)) - (std::numeric_limits<F>::digits - 1));
+  return static_cast<double>(std::fabs(static_cast<long double>(got) - want) / ulp);
+}
+}  // namespace
+
 // The float pieces of the normal sampler against long double: log at every
 // edge plus a stride through all 2^24 inputs, exp through its whole domain.
 TEST(Philox, FloatLogAndExpAreAccurate) {
-  // |got - want| in units of the last place of a float of magnitude `want`.
-  auto ulps = [](float got, long double want) {
-    long double ulp = std::ldexp(1.0L, std::ilogb(static_cast<float>(want)) - 23);
-    return static_cast<double>(std::fabs(static_cast<long double>(got) - want) / ulp);
-  };
   std::vector<unsigned> ks = {1, 2, 3, (1u << 24) - 1, 11863283, 11863284};
   for (unsigned k = 5; k < (1u << 24); k += 997) ks.push_back(k);
   double worst_log = 0, worst_exp = 0;
@@ -123,10 +128,6 @@ TEST(Philox, FloatLogAndExpAreAccurate) {
 // The same for the double pieces (long double has 11 bits to spare on x86).
 TEST(Philox, DoubleLogAndExpAreAccurate) {
   using bronze::philox::u64;
-  auto ulps = [](double got, long double want) {
-    long double ulp = std::ldexp(1.0L, std::ilogb(static_cast<double>(want)) - 52);
-    return static_cast<double>(std::fabs(static_cast<long double>(got) - want) / ulp);
-  };
   const u64 top = 1ull << 53;
   std::vector<u64> ks = {1, 2, 3, top - 1, 6369051672525772ull, 6369051672525773ull};
   for (u64 k = 5; k < top; k += 0x1234567890ull) ks.push_back(k);
