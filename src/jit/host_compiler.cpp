@@ -1,5 +1,6 @@
 #include "jit/host_compiler.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -42,6 +43,26 @@ void write_file(const std::string& path, const std::string& data) {
 void remove_tree(const std::string& dir, const std::vector<std::string>& names) {
   for (const auto& n : names) ::unlink((dir + "/" + n).c_str());
   ::rmdir(dir.c_str());
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// The names in dir ending in `ext`.
+std::vector<std::string> files_ending(const std::string& dir, const std::string& ext) {
+  std::vector<std::string> names;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      std::string n = e->d_name;
+      if (n.size() > ext.size() && n.compare(n.size() - ext.size(), ext.size(), ext) == 0) names.push_back(n);
+    }
+    ::closedir(d);
+  }
+  return names;
 }
 
 // Runs argv with stdout+stderr into `log`; returns the exit status.
@@ -90,8 +111,10 @@ const HostCompiler& HostCompiler::get() {
 
 BuildResult build_shared_object(const std::string& source,
                                 const std::vector<std::pair<std::string, std::string>>& headers,
-                                const std::vector<std::string>& flags) {
+                                std::vector<std::string> flags,
+                                const std::function<void(const std::string& stack_usage)>& check_stack) {
   const HostCompiler& cc = HostCompiler::get();
+  if (check_stack) flags.push_back("-fstack-usage");
   if (!cc.available()) throw NotSupportedError("the CPU backend compiles shaders with a host compiler: " + cc.status);
   Sha256 key;
   key.update(kBronzeAbi).update("\0", 1).update(cc.identity).update("\0", 1);
@@ -120,12 +143,17 @@ BuildResult build_shared_object(const std::string& source,
     argv.insert(argv.end(), {"-I" + work, "-o", work + "/kernel.so", work + "/kernel.cpp"});
     int rc = run(argv, work + "/compiler.log");
     if (rc != 0) {
-      std::ifstream log(work + "/compiler.log");
-      std::stringstream ss;
-      ss << log.rdbuf();
-      r.diagnostics = ss.str();
+      r.diagnostics = read_file(work + "/compiler.log");
       remove_tree(work, files);
       return r;
+    }
+    if (check_stack) {  // GCC names the report kernel.so-kernel.su, Clang kernel.su
+      std::string usage;
+      for (const auto& n : files_ending(work, ".su")) {
+        files.push_back(n);
+        usage += read_file(work + "/" + n);
+      }
+      check_stack(usage);
     }
     std::string stored = cache.store(k, ".so", work + "/kernel.so");
     if (cache.enabled()) {

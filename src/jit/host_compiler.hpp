@@ -2,6 +2,7 @@
 // (the CPU backend's JIT), and the cached build around it.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,9 +24,14 @@ struct BuildResult {
 };
 
 // Compiles `source` with `headers` (name, text) beside it into a shared
-// object, through the disk cache. Successes only are cached.
+// object, through the disk cache. Successes only are cached. With
+// check_stack, the compiler also reports every function's stack frame
+// (-fstack-usage: "file:line[:col]:function<TAB>bytes<TAB>qualifier" lines,
+// GCC's and Clang's form), and that report goes to check_stack before the
+// object is cached: what it throws propagates and leaves nothing cached.
 BuildResult build_shared_object(const std::string& source,
                                 const std::vector<std::pair<std::string, std::string>>& headers,
-                                const std::vector<std::string>& flags);
+                                std::vector<std::string> flags,
+                                const std::function<void(const std::string& stack_usage)>& check_stack = {});
 
 }  // namespace bronze::jit

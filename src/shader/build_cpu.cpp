@@ -2,6 +2,9 @@
 // compiler -> a shared object, loaded with dlopen.
 #include <dlfcn.h>
 
+#include <cstdio>
+#include <sstream>
+
 #include "bronze/error.hpp"
 #include "jit/host_compiler.hpp"
 #include "jit/sha256.hpp"
@@ -13,6 +16,33 @@
 namespace bronze::shader {
 namespace {
 constexpr int kCpuMaxThreadsPerGroup = 1024;  // Metal's limit; fibers have no other
+// The stack one function of a kernel may take for a thread: CUDA's limit on a
+// thread's local memory, so a kernel that builds here fits there too. A
+// barrier kernel's threads run on fibers with this much stack and room for
+// the runtime's frames (bronze_metal_cpu.h, kFiberStack).
+constexpr unsigned long kMaxPrivateBytes = 512 * 1024;
+
+// Raises ShaderCompileError at the first function of the user's file whose
+// frame (the compiler's stack-usage report) is over kMaxPrivateBytes: such a
+// thread would run off its stack.
+void check_stack_usage(const std::string& usage, const std::string& src, const std::string& file) {
+  std::istringstream lines(usage);
+  for (std::string l; std::getline(lines, l);) {
+    if (l.rfind(file + ":", 0) != 0) continue;
+    const char* rest = l.c_str() + file.size() + 1;
+    int line = 0, col = 1;
+    if (std::sscanf(rest, "%d:%d:", &line, &col) < 1) continue;  // Clang writes no column
+    const std::size_t tab = l.find('\t');
+    if (tab == std::string::npos) continue;
+    const unsigned long bytes = std::strtoul(l.c_str() + tab + 1, nullptr, 10);
+    if (bytes <= kMaxPrivateBytes) continue;
+    raise_compile_error(file + ":" + std::to_string(line) + ":" + std::to_string(col) +
+                            ": error: this function needs " + std::to_string((bytes + 1023) / 1024) +
+                            " KiB of stack per thread (its private arrays and locals); a thread may have " +
+                            std::to_string(kMaxPrivateBytes / 1024) + " KiB, as on CUDA",
+                        src, file);
+  }
+}
 }  // namespace
 
 // Compiles Metal source for the host CPU; returns the shared object's path.
@@ -22,7 +52,8 @@ std::string compile_cpu_object(const std::string& src, const ParsedSource& ps, c
   auto r = jit::build_shared_object(
       cpp, {{"bronze_metal.h", embedded::bronze_metal_h}, {"bronze_metal_cpu.h", embedded::bronze_metal_cpu_h}},
       {"-std=c++17", "-O3", "-fPIC", "-shared", "-fvisibility=hidden", "-w", "-fno-exceptions", "-fno-math-errno",
-       "-fdiagnostics-color=never"});
+       "-fdiagnostics-color=never", "-DBRONZE_PRIVATE_BYTES=" + std::to_string(kMaxPrivateBytes)},
+      [&](const std::string& usage) { check_stack_usage(usage, src, filename); });
   if (r.so_path.empty()) raise_compile_error(r.diagnostics, src, filename);
   return r.so_path;
 }

@@ -188,6 +188,29 @@ def test_cooperative_threads_get_room_for_large_private_arrays():
     np.testing.assert_allclose(out.numpy(), (i * 24576 + np.arange(0, 24576, 4096)).sum(1), rtol=1e-6)
 
 
+@cpu_only
+@pytest.mark.parametrize("barrier", ["threadgroup_barrier(mem_flags::mem_threadgroup);", ""])
+def test_a_kernel_over_the_stack_limit_is_a_compile_error(barrier):
+    """1.2 MB of private array per thread is over the 512 KiB a thread may
+    have (CUDA's local memory limit): a ShaderCompileError at the kernel's
+    line, not a fault when its threads run, and the runtime stays usable."""
+    src = """
+    kernel void k(device float* out, uint i [[thread_position_in_grid]]) {
+      float big[300000];
+      for (uint j = 0; j < 300000; ++j) big[j] = float(i + j);
+      %s
+      out[i] = big[i * 7 %% 300000];
+    }""" % barrier
+    for _ in range(2):  # the failed build is not cached as a success
+        with pytest.raises(bronze.ShaderCompileError, match="1172 KiB of stack per thread") as info:
+            bronze.compile_shader(HEADER + src)
+        assert info.value.lineno == HEADER.count("\n") + 2
+    lib = compile(src.replace("300000", "1000"))
+    out = bronze.zeros(64)
+    lib.k(out, threads=64, group_size=64)
+    np.testing.assert_array_equal(out.numpy(), np.arange(64) * 8 % 1000)
+
+
 def test_simdgroup_functions():
     lib = compile("""
     kernel void simd(device const float* x, device float* o, uint i [[thread_position_in_grid]],

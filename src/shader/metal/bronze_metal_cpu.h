@@ -157,11 +157,14 @@ inline thread_local scratch tg_scratch[8];
 inline thread_local scratch fiber_scratch;
 
 // The fibers' stacks, kFiberStack bytes each, kStackStride apart with an
-// inaccessible guard below each: a thread whose private arrays outgrow its
-// stack faults at once rather than overwriting its neighbour's frames. The
-// region is only reserved; pages are committed as frames touch them.
-// (64 KiB guards suit any page size up to 64 KiB.)
-constexpr size_t kFiberStack = 256 * 1024, kStackGuard = 64 * 1024, kStackStride = kFiberStack + kStackGuard;
+// inaccessible guard below each. The build refuses kernels with a frame over
+// BRONZE_PRIVATE_BYTES (build_cpu.cpp); the 64 KiB over it hold the runtime's
+// frames, and the guard makes anything that still outgrows its stack fault at
+// once rather than overwrite its neighbour's frames. The region is only
+// reserved; pages are committed as frames touch them. (64 KiB guards suit
+// any page size up to 64 KiB.)
+constexpr size_t kFiberStack = BRONZE_PRIVATE_BYTES + 64 * 1024, kStackGuard = 64 * 1024,
+                 kStackStride = kFiberStack + kStackGuard;
 struct stack_region {
   char* p = nullptr;
   size_t n = 0;        // stacks
