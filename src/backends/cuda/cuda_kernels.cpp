@@ -231,48 +231,60 @@ const char* kPhiloxInclude =
 // in a shared-memory copy of the layers (the sign folded in). The 1.5% of
 // words that fail it take further attempts, about half of them more than
 // one; a warp running those in place would wait on its slowest lane every
-// iteration (about 8 of a float warp's 512 words an iteration). Instead a
+// iteration (about 15 of a float warp's 1024 words an iteration). Instead a
 // warp queues them in a ring (slots from a shared-memory atomic, the count by
 // a warp reduction, so the check costs no barrier) and runs one attempt on 32
 // of them at a time, every lane busy, re-queuing those that need another;
 // they overwrite the placeholders the vector stores wrote. At most 31 wait
 // between iterations; a batch runs with at most RING - 32 waiting, so that
-// its requeues never overwrite the entries it reads.
+// its requeues never overwrite the entries it reads. A word is queued as its
+// element alone and drawn again by its first attempt: the main loop then
+// keeps no words once tested (with 4 chains, 42 registers for float rather
+// than 63, which makes room for 8) and queues a lane's words in one loop
+// over its rejected bits.
 std::string ziggurat_source(DType t, bool wide, bool standard) {
   const std::string T = ctype(t), W = wide ? "u64" : "u32", F = wide ? "double" : "float",
                     PER = wide ? "2" : "4", layer = wide ? "philox::ZigLayer64" : "philox::ZigLayer",
                     value = wide ? (standard ? "z" : "a + b * z")
                                  : store(t, standard ? "z" : "(float)a + (float)b * z");
-  // Word l (a constant) of chain c's block r[c], and the same for a variable l.
-  auto word = [&](const std::string& c, int l) {
-    return wide ? "philox::word64(r[" + c + "].v[" + std::to_string(2 * l) + "], r[" + c + "].v[" +
+  // Word l (a constant) of block r, and the same for a variable l.
+  auto word = [&](const std::string& r, int l) {
+    return wide ? "philox::word64(" + r + ".v[" + std::to_string(2 * l) + "], " + r + ".v[" +
                       std::to_string(2 * l + 1) + "])"
-                : "r[" + c + "].v[" + std::to_string(l) + "]";
+                : r + ".v[" + std::to_string(l) + "]";
   };
-  std::string word_l = word("c", wide ? 1 : 3);
-  for (int l = wide ? 0 : 2; l >= 0; --l) word_l = "l == " + std::to_string(l) + " ? " + word("c", l) + " : " + word_l;
+  std::string word_l = word("r", wide ? 1 : 3);
+  for (int l = wide ? 0 : 2; l >= 0; --l) word_l = "l == " + std::to_string(l) + " ? " + word("r", l) + " : " + word_l;
   // The position as a number, exactly: I2FP is one instruction for 23 bits,
   // f64_of_u52 an OR and an add (the CPU's way) for 52.
   const std::string position = wide ? "philox::f64_of_u52(m)" : "__uint2float_rn(m)",
                     mask = wide ? "0xfffffffffffffull" : "0x7fffffu";
   std::string words_loop;
   for (int l = 0; l < (wide ? 2 : 4); ++l)
-    words_loop += "      {\n        const " + W + " x = " + word("c", l) + ";\n"
+    words_loop += "      {\n        const " + W + " x = " + word("r", l) + ";\n"
                   "        const " + layer + " layer = layers[philox::zig_index(x)];\n"
                   "        const " + W + " m = x & " + mask + ";\n"
                   "        const " + F + " z = " + position + " * layer.w;\n"
                   "        vals[c].e[" + std::to_string(l) + "] = " + value + ";\n"
                   "        rejected |= (unsigned)(m >= layer.k) << (PER * c + " + std::to_string(l) + ");\n      }\n";
   return program(std::string(kPhiloxInclude) +
-                 "enum { CHAINS = 4, RING = 128, PER = " + PER + " };  // RING: a warp's queue, in entries\n"
+                 "enum { CHAINS = 8, RING = 128, PER = " + PER + " };  // RING: a warp's queue, in entries\n"
                  "typedef " + W + " Word;\ntypedef " + F + " Real;\n"
                  "struct __align__(PER * sizeof(" + T + ")) Out { " + T + " e[PER]; };\n"
-                 "struct __align__(16) Pending { i64 i; Word w; u32 attempt; };  // element, its current word, the attempt due\n"
+                 "// Element i, its current word and the attempt due (0: none yet, the word still to be drawn).\n"
+                 "struct __align__(16) Pending { i64 i; Word w; u32 attempt; };\n"
                  "// One attempt at p: its element when it accepts, else p queued again (returns 1).\n"
                  "__device__ __noinline__ unsigned attempt(" + T + "* o, Real a, Real b, u64 seed, u64 base, Pending p,\n"
                  "                                        Pending* queue, unsigned* tail) {\n"
+                 "  const u64 counter = base + (u64)(p.i / PER);\n"
+                 "  const int l = (int)(p.i % PER);\n"
+                 "  if (p.attempt == 0) {  // its word again, which the main loop did not keep\n"
+                 "    const philox::U32x4 r = philox::block(seed, counter);\n"
+                 "    p.w = " + word_l + ";\n"
+                 "    p.attempt = 1;\n"
+                 "  }\n"
                  "  Real z;\n"
-                 "  if (philox::normal_attempt<Real>(&p.w, p.attempt, seed, base + (u64)(p.i / PER), (u32)(p.i % PER), &z)) {\n"
+                 "  if (philox::normal_attempt<Real>(&p.w, p.attempt, seed, counter, (u32)l, &z)) {\n"
                  "    o[p.i] = " + value + ";\n    return 0;\n"
                  "  }\n  p.attempt += 1;\n  queue[atomicAdd(tail, 1u) % RING] = p;\n  return 1;\n}\n"
                  "__device__ inline unsigned warp_sum(unsigned v) {\n"
@@ -304,29 +316,29 @@ std::string ziggurat_source(DType t, bool wide, bool standard) {
                  "  auto drain = [&] { while (queued != head) run_batch(min(queued - head, 32u)); };\n"
                  "  const bool aligned = ((u64)o % sizeof(Out)) == 0;\n"
                  "  // A warp's iteration takes CHAINS x 32 blocks, lane l the blocks first + 32 c + l: independent\n"
-                 "  // Philox chains in flight, and the iteration's fixed costs spread over more words (H200,\n"
-                 "  // 64M floats: 1820 GB/s with 1 chain, 2084 with 2, 2100 with 4; doubles 1940, 2100, 2220).\n"
-                 "  // The trip count is warp-uniform: the whole warp reaches every __syncwarp. (Bounds are read\n"
-                 "  // as g.n, a kernel parameter, rather than kept in registers.)\n"
+                 "  // Philox chains in flight, and the iteration's fixed costs (the queue's bookkeeping) spread\n"
+                 "  // over more words (H200, 64M floats: 2424 GB/s with 4 chains, 2524 with 8; 32M doubles 2519,\n"
+                 "  // 2759). Each chain's block is stored as soon as it is made. The trip count is warp-uniform:\n"
+                 "  // the whole warp reaches every __syncwarp. (Bounds are read as g.n, a kernel parameter,\n"
+                 "  // rather than kept in registers.)\n"
                  "  for (i64 first = (blockIdx.x * (i64)blockDim.x + (threadIdx.x & ~31u)) * CHAINS; first * PER < g.n;\n"
                  "       first += (i64)gridDim.x * blockDim.x * CHAINS) {\n"
-                 "    philox::U32x4 r[CHAINS];\n"
+                 "    // Whole warps of whole blocks (all but the last) skip the range checks.\n"
+                 "    const bool whole = aligned && (first + 32 * CHAINS) * PER <= g.n;\n"
                  "    Out vals[CHAINS];\n"
                  "    unsigned rejected = 0;  // bit PER c + l: word l of chain c failed its rectangle test\n"
                  "#pragma unroll\n"
                  "    for (int c = 0; c < CHAINS; ++c) {\n"
-                 "      r[c] = philox::block(keys, base + (u64)(first + 32 * c + lane));\n" + words_loop +
+                 "      const philox::U32x4 r = philox::block(keys, base + (u64)(first + 32 * c + lane));\n" + words_loop +
+                 "      if (whole) *(Out*)(o + (first + 32 * c + lane) * PER) = vals[c];\n"
                  "    }\n"
-                 "    // Whole warps of whole blocks (all but the last) skip the range checks.\n"
-                 "    if (aligned && (first + 32 * CHAINS) * PER <= g.n) {\n"
-                 "#pragma unroll\n"
-                 "      for (int c = 0; c < CHAINS; ++c) *(Out*)(o + (first + 32 * c + lane) * PER) = vals[c];\n"
-                 "    } else {\n"
+                 "    if (!whole) {\n"
                  "#pragma unroll\n"
                  "      for (int c = 0; c < CHAINS; ++c) {\n"
                  "        const i64 blk = first + 32 * c + lane, left = g.n - blk * PER;\n"
                  "        const int valid = left >= PER ? PER : left > 0 ? (int)left : 0;\n"
-                 "        rejected &= ~((((1u << PER) - 1) >> valid) << (PER * c + valid));  // the words past the end\n"
+                 "        const unsigned past = ((1u << PER) - 1) & ~((1u << valid) - 1);  // the words past the end\n"
+                 "        rejected &= ~(past << (PER * c));\n"
                  "        const Out& w = vals[c];\n" + kStoreBlock +
                  "      }\n"
                  "    }\n"
@@ -334,13 +346,9 @@ std::string ziggurat_source(DType t, bool wide, bool standard) {
                  "    if (queued - head + total > RING - 32) drain();  // room for them and a batch's requeues: never in practice\n"
                  "    if (rejected) {  // usually one word\n"
                  "      unsigned slot = atomicAdd(tail, count);\n"
-                 "#pragma unroll\n"
-                 "      for (int c = 0; c < CHAINS; ++c) {\n"
-                 "        for (unsigned left = (rejected >> (PER * c)) & ((1u << PER) - 1); left; left &= left - 1) {\n"
-                 "          const int l = __ffs(left) - 1;\n"
-                 "          const Word word = " + word_l + ";\n"
-                 "          queue[slot++ % RING] = Pending{(first + 32 * c + lane) * PER + l, word, 1u};\n"
-                 "        }\n"
+                 "      for (unsigned left = rejected; left; left &= left - 1) {\n"
+                 "        const unsigned bit = __ffs(left) - 1;  // PER c + l\n"
+                 "        queue[slot++ % RING] = Pending{(first + 32 * (bit / PER) + lane) * PER + bit % PER, 0, 0u};\n"
                  "      }\n"
                  "    }\n"
                  "    queued += total;\n"
