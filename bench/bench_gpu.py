@@ -53,6 +53,9 @@ def main():
     randn = best(lambda: bronze.randn(m, device=DEV), bsync)
     peer = best(lambda: torch.randn(m, device="cuda"), tsync)
     row("randn 64M float32", bytes_out / randn / 1e9, bytes_out / peer / 1e9, "torch.randn", "GB/s", True)
+    uniform = best(lambda: bronze.rand(m, device=DEV), bsync)
+    peer = best(lambda: torch.rand(m, device="cuda"), tsync)
+    row("rand 64M float32", bytes_out / uniform / 1e9, bytes_out / peer / 1e9, "torch.rand", "GB/s", True)
     ours = best(lambda: bronze.randn(m // 2, dtype=bronze.float64, device=DEV), bsync)
     peer = best(lambda: torch.randn(m // 2, dtype=torch.float64, device="cuda"), tsync)
     row("randn 32M float64", bytes_out / ours / 1e9, bytes_out / peer / 1e9, "torch.randn", "GB/s", True)
@@ -65,6 +68,9 @@ def main():
     row("a + b, 64M float32", 3 * bytes_out / ours / 1e9, 3 * bytes_out / peer / 1e9, "torch a + b", "GB/s", True)
     row("a + b vs copy bandwidth", 3 * bytes_out / ours / 1e9, 2 * bytes_out / copy / 1e9, "torch clone (D2D copy)", "GB/s", True)
     row("randn float32 vs copy bandwidth", bytes_out / randn / 1e9, 2 * bytes_out / copy / 1e9, "torch clone (D2D copy)",
+        "GB/s", True)
+    # The same Philox blocks with the cheapest transform: how much of randn's gap is the ziggurat.
+    row("rand float32 vs copy bandwidth", bytes_out / uniform / 1e9, 2 * bytes_out / copy / 1e9, "torch clone (D2D copy)",
         "GB/s", True)
 
     # An elementwise Metal kernel (float4 loads) against the copy bandwidth.

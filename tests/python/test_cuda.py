@@ -133,9 +133,10 @@ def test_arithmetic_conversion_and_strides_match_cpu():
 
 @pytest.mark.parametrize("dtype", [bronze.float32, bronze.float64, bronze.float16, bronze.bfloat16])
 def test_philox_streams_are_bit_identical_to_cpu(dtype):
-    # Not multiples of the block size; a warp of the normal kernel takes 256
-    # floats at a time, 128 a chain: the last one ends in its first or second chain.
-    for n in (100003, 99903):
+    # Not multiples of the block size. An iteration of a warp of the normal
+    # kernel takes 1024 floats (512 doubles), 128 (64) a chain: for floats the
+    # last one ends in its sixth, fifth or last chain.
+    for n in (100003, 99903, 100328):
         for make in (lambda d: bronze.rand(n, dtype=dtype, device=d),
                      lambda d: bronze.empty(n, dtype=dtype, device=d).uniform_(-3.0, 5.0),
                      lambda d: bronze.randint(-7, 1000, (n,), dtype=bronze.int64, device=d),

@@ -166,6 +166,7 @@ void random(const View& out, const runtime::RandomParams& p) {
     const bool wide = p.wide(out.dtype);
     const std::int64_t per = p.per_block(out.dtype);
     const std::int64_t nblocks = (out.numel() + per - 1) / per;
+    const bool standard = p.standard();
     ThreadPool::instance().parallel_for(nblocks, kGrain / 4, [&](std::int64_t b, std::int64_t e) {
       const std::int64_t n = out.numel();
       for (std::int64_t blk = b; blk < e; ++blk) {
@@ -178,13 +179,12 @@ void random(const View& out, const runtime::RandomParams& p) {
             for (std::int64_t l = 0; l < count; ++l) {
               double u = wide ? philox::uniform_f64(r.v[2 * l], r.v[2 * l + 1])
                               : static_cast<double>(philox::uniform_f32(r.v[l]));
-              dst[l] = convert<T>(p.a + u * (p.b - p.a));
+              dst[l] = convert<T>(standard ? u : p.a + u * (p.b - p.a));
             }
             break;
           case runtime::RandomKind::Normal: {
             // IEEE arithmetic that every machine rounds alike (philox.hpp)
             const std::uint64_t counter = base + static_cast<std::uint64_t>(blk);
-            const bool standard = p.standard_normal();
             if (wide) {
               for (std::int64_t l = 0; l < count; ++l) {
                 const auto u = static_cast<philox::u32>(l);

@@ -286,7 +286,7 @@ class CudaDevice final : public runtime::DeviceImpl {
     philox::RoundKeys keys = philox::round_keys(seed);
     void* args[] = {&o, &seed, &base, &a, &b, &low, &high, &g, &keys};
     // Exact floating point (no FMA contraction): the CPU's numbers, bit for bit.
-    const bool standard = p.standard_normal();
+    const bool standard = p.standard();
     CUfunction f = kernels_.get(KernelCache::key(KernelCache::kRandom, unsigned(out.dtype), unsigned(p.kind), wide, standard),
                                 [&] { return random_source(out.dtype, p.kind, wide, standard); }, true);
     const long long per = p.per_block(out.dtype);
