@@ -21,10 +21,8 @@ constexpr int kCpuMaxThreadsPerGroup = 1024;  // Metal's limit; fibers have no o
 // barrier kernel's threads run on fibers with this much stack and room for
 // the runtime's frames (bronze_metal_cpu.h, kFiberStack).
 constexpr unsigned long kMaxPrivateBytes = 512 * 1024;
+}  // namespace
 
-// Raises ShaderCompileError at the first function of the user's file whose
-// frame (the compiler's stack-usage report) is over kMaxPrivateBytes: such a
-// thread would run off its stack.
 void check_stack_usage(const std::string& usage, const std::string& src, const std::string& file) {
   std::istringstream lines(usage);
   for (std::string l; std::getline(lines, l);) {
@@ -43,7 +41,6 @@ void check_stack_usage(const std::string& usage, const std::string& src, const s
                         src, file);
   }
 }
-}  // namespace
 
 // Compiles Metal source for the host CPU; returns the shared object's path.
 std::string compile_cpu_object(const std::string& src, const ParsedSource& ps, const std::string& filename,

@@ -33,6 +33,12 @@ namespace bronze::shader {
 [[noreturn]] void raise_compile_error(const std::string& diagnostics, const std::string& source,
                                       const std::string& file);
 
+// CPU: throws ShaderCompileError at the first function of the user's file
+// whose frame in the compiler's stack-usage report (GCC's or Clang's form) is
+// over the 512 KiB a kernel's thread may have: its threads would run off
+// their stacks.
+void check_stack_usage(const std::string& usage, const std::string& source, const std::string& file);
+
 // CPU: compiles for the host (the shared object's path) and loads it.
 std::string compile_cpu_object(const std::string& source, const ParsedSource& ps, const std::string& filename,
                                bool validate = false);

@@ -6,12 +6,33 @@
 #include "bronze/bronze.hpp"
 #include "jit/sha256.hpp"
 #include "shader/lexer.hpp"
+#include "shader/library_impl.hpp"
 #include "shader/parser.hpp"
 #include "shader/rewrite_cpu.hpp"
 #include "shader/types.hpp"
 
 using bronze::ParamKind;
 using bronze::shader::parse;
+
+// The stack-usage reports of GCC (file:line:col:signature) and Clang
+// (file:line:mangled name): only the user's file counts, 512 KiB passes.
+TEST(StackUsage, AFunctionOverTheLimitIsACompileErrorAtItsLine) {
+  const std::string src = "kernel void a() {}\nkernel void b() {}\n";
+  const std::string fine =
+      "shader.metal:1:13:void bronze_msl::a()\t524288\tstatic\n"
+      "bronze_metal_cpu.h:300:6:void bronze_rt::fiber_main()\t9000000\tstatic\n";
+  EXPECT_NO_THROW(bronze::shader::check_stack_usage(fine, src, "shader.metal"));
+  for (const std::string over : {"shader.metal:2:13:void bronze_msl::b()\t1204048\tstatic\n",
+                                 "shader.metal:2:_ZN10bronze_msl1bEv\t1204048\tstatic\n"}) {
+    try {
+      bronze::shader::check_stack_usage(fine + over, src, "shader.metal");
+      FAIL() << over;
+    } catch (const bronze::ShaderCompileError& e) {
+      EXPECT_EQ(e.line(), 2);
+      EXPECT_NE(std::string(e.what()).find("needs 1176 KiB of stack per thread"), std::string::npos) << e.what();
+    }
+  }
+}
 
 TEST(Sha256, KnownDigests) {
   EXPECT_EQ(bronze::jit::sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
