@@ -247,21 +247,20 @@ std::string ziggurat_source(DType t, bool wide, bool standard) {
                     PER = wide ? "2" : "4", layer = wide ? "philox::ZigLayer64" : "philox::ZigLayer",
                     value = wide ? (standard ? "z" : "a + b * z")
                                  : store(t, standard ? "z" : "(float)a + (float)b * z");
-  // Word l (a constant) of block r, and the same for a variable l.
-  auto word = [&](const std::string& r, int l) {
-    return wide ? "philox::word64(" + r + ".v[" + std::to_string(2 * l) + "], " + r + ".v[" +
-                      std::to_string(2 * l + 1) + "])"
-                : r + ".v[" + std::to_string(l) + "]";
+  // Word l (a constant) of Philox block r, and the same for a variable l.
+  auto word = [&](int l) {
+    return wide ? "philox::word64(r.v[" + std::to_string(2 * l) + "], r.v[" + std::to_string(2 * l + 1) + "])"
+                : "r.v[" + std::to_string(l) + "]";
   };
-  std::string word_l = word("r", wide ? 1 : 3);
-  for (int l = wide ? 0 : 2; l >= 0; --l) word_l = "l == " + std::to_string(l) + " ? " + word("r", l) + " : " + word_l;
+  std::string word_l = word(wide ? 1 : 3);
+  for (int l = wide ? 0 : 2; l >= 0; --l) word_l = "l == " + std::to_string(l) + " ? " + word(l) + " : " + word_l;
   // The position as a number, exactly: I2FP is one instruction for 23 bits,
   // f64_of_u52 an OR and an add (the CPU's way) for 52.
   const std::string position = wide ? "philox::f64_of_u52(m)" : "__uint2float_rn(m)",
                     mask = wide ? "0xfffffffffffffull" : "0x7fffffu";
   std::string words_loop;
   for (int l = 0; l < (wide ? 2 : 4); ++l)
-    words_loop += "      {\n        const " + W + " x = " + word("r", l) + ";\n"
+    words_loop += "      {\n        const " + W + " x = " + word(l) + ";\n"
                   "        const " + layer + " layer = layers[philox::zig_index(x)];\n"
                   "        const " + W + " m = x & " + mask + ";\n"
                   "        const " + F + " z = " + position + " * layer.w;\n"
