@@ -26,6 +26,14 @@ class TypeError : public Error {
   using Error::Error;
 };
 
+// A kernel call's argument of the wrong kind (a number for a buffer, a
+// tensor for a value): a TypeError that is also a RuntimeError in Python,
+// as torch.mps raises RuntimeError there.
+class KernelArgumentError : public TypeError {
+ public:
+  using TypeError::TypeError;
+};
+
 // The requested feature is not available on this device or build.
 class NotSupportedError : public Error {
  public:

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -32,7 +33,6 @@ struct KernelParam {
   int index = -1;          // [[buffer(n)]] / [[threadgroup(n)]] slot
   std::string attribute;   // thread-position attribute name, for ParamKind::Attribute
   std::size_t size = 0;    // sizeof(type) in bytes, as the compiler laid it out
-  bool indexed_by_grid = false;  // the body indexes it by thread_position_in_grid
   bool by_value = false;   // the kernel takes a copy of the bytes (constant T&, T), not a pointer
   int line = 0;
 };
@@ -104,7 +104,17 @@ class Kernel {
 struct CompileOptions {
   std::string language = "metal";  // "metal" (or "cuda" on the CUDA backend)
   std::optional<Device> device;    // default: the current device
-  std::string filename = "shader.metal";  // names the source in error messages
+  std::string filename = "shader.metal";  // names the source in errors; its folder is searched for "x.h"
+  // Metal source runs through a C preprocessor first (the host compiler's):
+  // `#include "x.h"` looks beside the including file, then in `headers`
+  // (name -> text), then in include_dirs; <c10/metal/...> resolves in
+  // torch_include_dir (an installed torch's include folder; Python fills
+  // it in when torch is importable). Every included file's content is part
+  // of the compile cache's key.
+  std::vector<std::string> include_dirs;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::vector<std::pair<std::string, std::string>> defines;  // as MTLCompileOptions.preprocessorMacros
+  std::string torch_include_dir;
   // Bounds-check every buffer access; an access out of range fails the
   // launch (DeviceError at the next synchronize, naming kernel, parameter
   // and index) instead of touching memory. Slower: for debugging.

@@ -20,7 +20,6 @@ from ._C import (  # noqa: F401  (re-exported API)
     Event,
     Kernel,
     Library,
-    compile_shader,
     Stream,
     Tensor,
     current_allocated_memory,
@@ -68,6 +67,7 @@ from ._tensor import (  # noqa: F401
 from .errors import (  # noqa: F401
     BronzeError,
     DeviceError,
+    KernelArgumentError,
     KernelNotFoundError,
     NotSupportedError,
     OutOfMemoryError,
@@ -104,6 +104,64 @@ def set_per_process_memory_fraction(fraction, device=None):
     if not isinstance(fraction, float):
         raise TypeError(f"Invalid type for fraction argument, must be `float`, got {type(fraction).__name__}")
     _C._set_per_process_memory_fraction(fraction, device)
+
+
+_TORCH_INCLUDE = None
+
+
+def _torch_include_dir():
+    """An installed torch's include folder (found without importing torch), or ""."""
+    global _TORCH_INCLUDE
+    if _TORCH_INCLUDE is None:
+        import importlib.util
+
+        _TORCH_INCLUDE = ""
+        try:
+            spec = importlib.util.find_spec("torch")
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None and spec.origin:
+            inc = _os.path.join(_os.path.dirname(spec.origin), "include")
+            if _os.path.isdir(_os.path.join(inc, "c10", "metal")):
+                _TORCH_INCLUDE = inc
+    return _TORCH_INCLUDE
+
+
+def _str_pairs(mapping, what):
+    if mapping is None:
+        return []
+    if not isinstance(mapping, dict):
+        raise TypeError(f"{what} must be a dict of str to str, got {type(mapping).__name__}")
+    out = []
+    for k, v in mapping.items():
+        if not isinstance(k, str) or not isinstance(v, (str, int, float)) or isinstance(v, _builtins.bool):
+            raise TypeError(f"{what} maps str to str, got {k!r}: {v!r}")
+        out.append((k, str(v)))
+    return out
+
+
+def compile_shader(source, language="metal", device=None, filename="shader.metal", validate=False,
+                   include_dirs=(), headers=None, defines=None):
+    """Compiles Metal (or, on CUDA, CUDA C++) source; kernels are the library's attributes.
+
+    The source runs through a C preprocessor first, with Metal 3.2's predefined
+    macros: `#include "x.h"` looks beside the including file, then in `headers`
+    (a dict of name to text), then in include_dirs; `#include <c10/metal/...>`
+    finds an installed torch's Metal headers, as torch.mps does. `defines` are
+    macros as MTLCompileOptions.preprocessorMacros sets them.
+    """
+    if not isinstance(source, str):
+        raise TypeError(f"compile_shader needs the source as str, got {type(source).__name__}")
+    if isinstance(include_dirs, (str, _os.PathLike)):
+        include_dirs = [include_dirs]
+    dirs = []
+    for d in include_dirs:
+        if not isinstance(d, (str, _os.PathLike)):
+            raise TypeError(f"include_dirs holds folder paths, got {type(d).__name__}")
+        dirs.append(_os.fspath(d))
+    return _C._compile_shader(source, language, device, _os.fspath(filename), validate, dirs,
+                              _str_pairs(headers, "headers"), _str_pairs(defines, "defines"),
+                              _torch_include_dir() if language == "metal" else "")
 
 
 def load_metallib(source, device=None, signatures=None):

@@ -53,5 +53,11 @@ class KernelNotFoundError(BronzeError, AttributeError):
     """A library has no kernel of that name."""
 
 
+class KernelArgumentError(BronzeError, TypeError):
+    """A kernel call got an argument of the wrong kind: a number or list where
+    the kernel takes a buffer, a tensor where it takes a value. A TypeError,
+    and a RuntimeError as torch.mps raises there."""
+
+
 class ProfilerError(BronzeError, ValueError):
     """Profiler misuse: started twice, stopped when not running, bad mode."""

@@ -53,6 +53,7 @@ void bind_errors(nb::module_& m) {
     static PyObject* unsupported = py_class("NotSupportedError");
     static PyObject* compile = py_class("ShaderCompileError");
     static PyObject* notfound = py_class("KernelNotFoundError");
+    static PyObject* argument = py_class("KernelArgumentError");
     try {
       std::rethrow_exception(p);
     } catch (const OutOfMemoryError& e) {
@@ -69,6 +70,8 @@ void bind_errors(nb::module_& m) {
       raise(unsupported, e.what());
     } catch (const ValueError& e) {
       raise(PyExc_ValueError, e.what());
+    } catch (const KernelArgumentError& e) {
+      raise(argument, e.what());
     } catch (const TypeError& e) {
       raise(PyExc_TypeError, e.what());
     } catch (const Error& e) {

@@ -2,6 +2,7 @@
 #include <list>
 
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -74,10 +75,19 @@ std::vector<std::uint8_t> pack_list(nb::handle seq, const KernelParam& p, const 
 // imported zero-copy are kept in `temps` (a list: references stay valid, and
 // a call without any allocates nothing).
 KernelArg convert(nb::handle h, const KernelParam& p, nb::handle from_array, std::list<Tensor>& temps) {
-  if (nb::isinstance<Tensor>(h)) return nb::cast<const Tensor&>(h);
   if (p.kind == ParamKind::Scalar && (PyFloat_CheckExact(h.ptr()) || PyLong_CheckExact(h.ptr()) || PyBool_Check(h.ptr())))
     return to_scalar(h, p.name.c_str());  // the common case, without building messages
+  if (nb::isinstance<Tensor>(h)) {
+    const Tensor& t = nb::cast<const Tensor&>(h);
+    // A 0-d tensor binds to a value, as in torch.mps.
+    if (p.kind == ParamKind::Scalar && t.defined() && t.dim() == 0) return to_scalar(h.attr("item")(), p.name.c_str());
+    return t;
+  }
   std::string label = "argument " + std::to_string(p.binding) + " ('" + p.name + "')";
+  if (p.kind == ParamKind::Scalar && PyObject_HasAttrString(h.ptr(), "__dlpack__") &&
+      PyObject_HasAttrString(h.ptr(), "item") && PyObject_HasAttrString(h.ptr(), "ndim") &&
+      nb::cast<int>(h.attr("ndim")) == 0)
+    return to_scalar(h.attr("item")(), p.name.c_str());  // a 0-d torch/NumPy/CuPy array
   if (PyBytes_Check(h.ptr()) || PyByteArray_Check(h.ptr()) || PyMemoryView_Check(h.ptr())) {
     nb::bytes b = nb::steal<nb::bytes>(PyBytes_FromObject(h.ptr()));
     const auto* d = static_cast<const std::uint8_t*>(b.data());
@@ -85,17 +95,66 @@ KernelArg convert(nb::handle h, const KernelParam& p, nb::handle from_array, std
   }
   if (p.kind == ParamKind::Buffer) {
     if (PyList_Check(h.ptr()) || PyTuple_Check(h.ptr())) {
-      if (!p.read_only) throw TypeError(label + " is a writable buffer: pass a tensor, not a list");
+      if (!p.read_only) throw KernelArgumentError(label + " is a writable buffer: pass a tensor, not a list");
       return pack_list(h, p, label);
     }
     if (PyObject_HasAttrString(h.ptr(), "__dlpack__") || PyObject_HasAttrString(h.ptr(), "__array_interface__") ||
         PyObject_CheckBuffer(h.ptr()))
       return temps.emplace_back(nb::cast<Tensor>(from_array(h)));
-    throw TypeError(label + " is a buffer: expected a tensor or array, got " + Py_TYPE(h.ptr())->tp_name);
+    throw KernelArgumentError(label + " is a buffer: expected a tensor or array, got " + Py_TYPE(h.ptr())->tp_name);
   }
   if (PyList_Check(h.ptr()) || PyTuple_Check(h.ptr())) return pack_list(h, p, label);
   return to_scalar(h, p.name.c_str());
 }
+
+// torch.mps's arg_casts: one cast name for every value argument, or a dict
+// of argument index to cast name. bronze binds values by the kernel's
+// signature already; a cast packs the value as the named type instead, and
+// its size must then fit the parameter.
+class ArgCasts {
+ public:
+  ArgCasts() = default;
+  explicit ArgCasts(nb::handle v) {
+    if (PyUnicode_Check(v.ptr())) {
+      all_ = metal_type(nb::cast<std::string>(v));
+    } else if (PyDict_Check(v.ptr())) {
+      for (auto [k, c] : nb::cast<nb::dict>(v)) {
+        if (!PyLong_Check(k.ptr()) || !PyUnicode_Check(c.ptr()))
+          throw TypeError("arg_casts maps argument indices (int) to cast names (str)");
+        by_index_.emplace_back(nb::cast<std::size_t>(k), metal_type(nb::cast<std::string>(c)));
+      }
+    } else {
+      throw TypeError(std::string("arg_casts must be a str or a dict, got ") + Py_TYPE(v.ptr())->tp_name);
+    }
+  }
+  bool empty() const { return all_.empty() && by_index_.empty(); }
+  KernelArg convert(std::size_t i, nb::handle h, const KernelParam& p, nb::handle from_array,
+                    std::list<Tensor>& temps) const {
+    std::string type = all_;
+    for (const auto& [k, t] : by_index_)
+      if (k == i) type = t;
+    bool number = PyNumber_Check(h.ptr()) && !nb::isinstance<Tensor>(h);
+    bool list = PyList_Check(h.ptr()) || PyTuple_Check(h.ptr());
+    if (type.empty() || p.kind == ParamKind::Attribute || (!number && !list)) return py::convert(h, p, from_array, temps);
+    KernelParam cast = p;
+    cast.type = type;
+    cast.size = 0;
+    std::string label = "argument " + std::to_string(p.binding) + " ('" + p.name + "')";
+    if (list) return pack_list(h, cast, label);
+    return shader::pack_scalar(cast, to_scalar(h, p.name.c_str()));
+  }
+
+ private:
+  static std::string metal_type(const std::string& cast) {
+    static const char* const names[][2] = {{"fp16", "half"}, {"bf16", "bfloat"}, {"int32", "int"},
+                                           {"int16", "short"}, {"int8", "char"},  {"uint8", "uchar"}};
+    for (const auto& n : names)
+      if (cast == n[0]) return n[1];
+    throw ValueError("unsupported cast '" + cast + "' in arg_casts: fp16, bf16, int32, int16, int8 or uint8");
+  }
+  std::string all_;
+  std::vector<std::pair<std::size_t, std::string>> by_index_;
+};
 
 nb::dict param_dict(const KernelParam& p) {
   static const char* kinds[] = {"buffer", "scalar", "attribute", "threadgroup"};
@@ -129,6 +188,7 @@ void bind_shader(nb::module_& m) {
         const KernelInfo& ki = k.info();
         ki.check_arity(args.size());
         DispatchOptions opt;
+        ArgCasts casts;
         for (auto [key, value] : kwargs) {
           // Compared in place (no std::string per keyword: this is the launch hot path).
           auto is = [&](const char* name) { return PyUnicode_CompareWithASCIIString(key.ptr(), name) == 0; };
@@ -137,6 +197,7 @@ void bind_shader(nb::module_& m) {
           else if (is("group_size")) opt.group_size = to_dim3(value, "group_size");
           else if (is("stream")) opt.stream = nb::cast<Stream>(value);
           else if (is("threadgroup_memory")) opt.threadgroup_memory = nb::cast<std::vector<std::uint64_t>>(value);
+          else if (is("arg_casts")) casts = ArgCasts(value);
           else throw TypeError("kernel call got an unexpected keyword argument '" + nb::cast<std::string>(key) + "'");
         }
         // Looked up once; the module lives as long as the interpreter.
@@ -144,7 +205,10 @@ void bind_shader(nb::module_& m) {
         std::vector<KernelArg> converted;
         std::list<Tensor> temps;
         converted.reserve(args.size());
-        for (std::size_t i = 0; i < args.size(); ++i) converted.push_back(convert(args[i], ki.binding(static_cast<int>(i)), from_array, temps));
+        for (std::size_t i = 0; i < args.size(); ++i) {
+          const KernelParam& p = ki.binding(static_cast<int>(i));
+          converted.push_back(casts.empty() ? convert(args[i], p, from_array, temps) : casts.convert(i, args[i], p, from_array, temps));
+        }
         k.dispatch(converted, opt);
       })
       .def("__repr__", [](const Kernel& k) { return "<bronze.Kernel '" + k.name() + "'>"; });
@@ -161,11 +225,7 @@ void bind_shader(nb::module_& m) {
         nb::setattr(self, name.c_str(), k);
         return k;
       })
-      .def("__dir__", [](const Library& lib) {
-        std::vector<std::string> names = lib.kernel_names();
-        for (const char* extra : {"kernel_names", "hash", "device"}) names.push_back(extra);
-        return names;
-      })
+      .def("__dir__", [](const Library& lib) { return lib.kernel_names(); })  // as torch.mps: the kernels
       .def_prop_ro("kernel_names", &Library::kernel_names)
       .def_prop_ro("hash", &Library::hash)
       .def_prop_ro("device", &Library::device)
@@ -212,20 +272,23 @@ void bind_shader(nb::module_& m) {
     return load_metallib(bytes, device, signatures);
   }, nb::arg("data"), nb::arg("device") = nb::none(), nb::arg("signatures") = "");
 
-  m.def("compile_shader", [](nb::handle source, const std::string& language, std::optional<Device> device,
-                             const std::string& filename, bool validate) {
-    if (!PyUnicode_Check(source.ptr()))
-      throw TypeError(std::string("compile_shader needs the source as str, got ") + Py_TYPE(source.ptr())->tp_name);
-    std::string src = nb::cast<std::string>(source);
+  m.def("_compile_shader", [](const std::string& src, const std::string& language, std::optional<Device> device,
+                              const std::string& filename, bool validate, std::vector<std::string> include_dirs,
+                              std::vector<std::pair<std::string, std::string>> headers,
+                              std::vector<std::pair<std::string, std::string>> defines,
+                              const std::string& torch_include_dir) {
     CompileOptions o;
     o.language = language;
     o.device = device;
     o.filename = filename;
     o.validate = validate;
+    o.include_dirs = std::move(include_dirs);
+    o.headers = std::move(headers);
+    o.defines = std::move(defines);
+    o.torch_include_dir = torch_include_dir;
     nb::gil_scoped_release g;  // compiles may take a while
     return compile_shader(src, o);
-  }, nb::arg("source"), nb::arg("language") = "metal", nb::arg("device") = nb::none(),
-        nb::arg("filename") = "shader.metal", nb::arg("validate") = false);
+  });
 }
 
 }  // namespace bronze::py

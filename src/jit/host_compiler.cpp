@@ -65,15 +65,21 @@ std::vector<std::string> files_ending(const std::string& dir, const std::string&
   return names;
 }
 
-// Runs argv with stdout+stderr into `log`; returns the exit status.
-int run(const std::vector<std::string>& argv, const std::string& log) {
+// Runs argv with stdout into `out` and stderr into `log` (both into `log`
+// when `out` is empty), in `cwd` when given; returns the exit status. The
+// compiler's stdin is /dev/null: it never reads the process's input.
+int run(const std::vector<std::string>& argv, const std::string& log, const std::string& out = {},
+        const std::string& cwd = {}) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (out.empty()) posix_spawn_file_actions_adddup2(&fa, 2, 1);
+  else posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
   pid_t pid;
   int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
@@ -107,6 +113,25 @@ const HostCompiler& HostCompiler::get() {
     return h;
   }();
   return c;
+}
+
+PreprocessResult run_preprocessor(const std::string& dir, const std::string& main_file,
+                                  const std::vector<std::string>& flags) {
+  const HostCompiler& cc = HostCompiler::get();
+  if (!cc.available())
+    throw NotSupportedError("compile_shader runs the C preprocessor of a host compiler before it reads Metal: " +
+                            cc.status);
+  std::vector<std::string> argv = {cc.path, "-E"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  argv.push_back(main_file);
+  PreprocessResult r;
+  const std::string out = dir + "/preprocessed.out", log = dir + "/preprocessor.log";
+  r.ok = run(argv, log, out, dir) == 0;
+  r.output = read_file(out);
+  r.diagnostics = read_file(log);
+  ::unlink(out.c_str());
+  ::unlink(log.c_str());
+  return r;
 }
 
 BuildResult build_shared_object(const std::string& source,

@@ -1,5 +1,6 @@
-// The host C++ compiler that turns rewritten kernels into shared objects
-// (the CPU backend's JIT), and the cached build around it.
+// The host C++ compiler: its preprocessor, which every Metal source goes
+// through first, and the shared objects it builds from rewritten kernels
+// (the CPU backend's JIT), with the cached build around them.
 #pragma once
 
 #include <functional>
@@ -16,6 +17,19 @@ struct HostCompiler {
   bool available() const { return !path.empty(); }
   static const HostCompiler& get();
 };
+
+struct PreprocessResult {
+  bool ok = false;
+  std::string output;       // the preprocessed text, with line markers
+  std::string diagnostics;  // the preprocessor's messages
+};
+
+// Runs the host compiler's C preprocessor (`-E` plus `flags`) over
+// `main_file` with `dir` as the working directory, so line markers name the
+// files as `flags` and the includes reach them. Throws NotSupportedError when
+// no host compiler is installed.
+PreprocessResult run_preprocessor(const std::string& dir, const std::string& main_file,
+                                  const std::vector<std::string>& flags);
 
 struct BuildResult {
   std::string so_path;      // empty on failure

@@ -12,6 +12,7 @@
 #include "shader/metal_headers.hpp"
 #include "shader/rewrite.hpp"
 #include "shader/rewrite_cpu.hpp"
+#include "shader/types.hpp"
 
 namespace bronze::shader {
 namespace {
@@ -23,55 +24,56 @@ constexpr int kCpuMaxThreadsPerGroup = 1024;  // Metal's limit; fibers have no o
 constexpr unsigned long kMaxPrivateBytes = 512 * 1024;
 }  // namespace
 
-void check_stack_usage(const std::string& usage, const std::string& src, const std::string& file) {
+void check_stack_usage(const std::string& usage, const std::vector<SourceFile>& files) {
   std::istringstream lines(usage);
   for (std::string l; std::getline(lines, l);) {
-    if (l.rfind(file + ":", 0) != 0) continue;
-    const char* rest = l.c_str() + file.size() + 1;
+    const SourceFile* file = nullptr;
+    for (const SourceFile& f : files)
+      if (l.rfind(f.name + ":", 0) == 0) file = &f;
+    if (!file) continue;
+    const char* rest = l.c_str() + file->name.size() + 1;
     int line = 0, col = 1;
     if (std::sscanf(rest, "%d:%d:", &line, &col) < 1) continue;  // Clang writes no column
     const std::size_t tab = l.find('\t');
     if (tab == std::string::npos) continue;
     const unsigned long bytes = std::strtoul(l.c_str() + tab + 1, nullptr, 10);
     if (bytes <= kMaxPrivateBytes) continue;
-    raise_compile_error(file + ":" + std::to_string(line) + ":" + std::to_string(col) +
+    raise_compile_error(file->name + ":" + std::to_string(line) + ":" + std::to_string(col) +
                             ": error: this function needs " + std::to_string((bytes + 1023) / 1024) +
                             " KiB of stack per thread (its private arrays and locals); a thread may have " +
                             std::to_string(kMaxPrivateBytes / 1024) + " KiB, as on CUDA",
-                        src, file);
+                        files);
   }
 }
 
-// Compiles Metal source for the host CPU; returns the shared object's path.
-std::string compile_cpu_object(const std::string& src, const ParsedSource& ps, const std::string& filename,
-                               bool validate) {
-  std::string cpp = rewrite_for_cpu(src, ps, filename, validate);
+// Compiles a Metal unit for the host CPU; returns the shared object's path.
+std::string compile_cpu_object(const TranslationUnit& tu, const ParsedSource& ps, bool validate) {
+  std::string cpp = rewrite_for_cpu(tu.text, ps, validate);
   auto r = jit::build_shared_object(
       cpp, {{"bronze_metal.h", embedded::bronze_metal_h}, {"bronze_metal_cpu.h", embedded::bronze_metal_cpu_h}},
       {"-std=c++17", "-O3", "-fPIC", "-shared", "-fvisibility=hidden", "-w", "-fno-exceptions", "-fno-math-errno",
        "-fdiagnostics-color=never", "-DBRONZE_PRIVATE_BYTES=" + std::to_string(kMaxPrivateBytes)},
-      [&](const std::string& usage) { check_stack_usage(usage, src, filename); });
-  if (r.so_path.empty()) raise_compile_error(r.diagnostics, src, filename);
+      [&](const std::string& usage) { check_stack_usage(usage, tu.files); });
+  if (r.so_path.empty()) raise_compile_error(r.diagnostics, tu.files);
   return r.so_path;
 }
 
-std::shared_ptr<detail::LibraryImpl> load_cpu_object(const std::string& src, const ParsedSource& ps,
+std::shared_ptr<detail::LibraryImpl> load_cpu_object(const std::string& unit, const ParsedSource& ps,
                                                      const std::string& so_path) {
   void* h = ::dlopen(so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) throw Error(std::string("cannot load the compiled shader: ") + ::dlerror());
   // Libraries stay loaded for the process: queued launches and thread-local
   // scratch inside them must outlive every Library handle.
   auto lib = std::make_shared<detail::LibraryImpl>();
-  lib->source = src;
-  lib->hash = jit::sha256_hex(src).substr(0, 16);
+  lib->source = unit;
+  lib->hash = jit::sha256_hex(unit).substr(0, 16);
   for (std::size_t k = 0; k < ps.kernels.size(); ++k) {
     const void* entry = ::dlsym(h, entry_symbol(k).c_str());
-    auto* sizes = static_cast<const unsigned long long*>(::dlsym(h, sizes_symbol(k).c_str()));
+    auto* layout = static_cast<const unsigned long long*>(::dlsym(h, layout_symbol(k).c_str()));
     auto* tg = static_cast<const unsigned long long*>(::dlsym(h, ("bronze_tgmem_" + std::to_string(k)).c_str()));
-    if (!entry || !sizes || !tg) throw Error("compiled shader lacks the entry of kernel " + ps.kernels[k].info.name);
+    if (!entry || !layout || !tg) throw Error("compiled shader lacks the entry of kernel " + ps.kernels[k].info.name);
     KernelInfo info = ps.kernels[k].info;
-    for (auto& p : info.params)
-      if (p.binding >= 0) p.size = static_cast<std::size_t>(sizes[p.binding]);
+    apply_layout(info, layout);
     lib->kernels.push_back(std::move(info));
     lib->entries.push_back(entry);
     lib->static_tg_bytes.push_back(static_cast<std::size_t>(*tg));

@@ -10,6 +10,7 @@
 #include "shader/metal_headers.hpp"
 #include "shader/rewrite.hpp"
 #include "shader/rewrite_cuda.hpp"
+#include "shader/types.hpp"
 
 namespace bronze::shader {
 namespace {
@@ -32,34 +33,32 @@ void add_kernel(detail::LibraryImpl& lib, KernelInfo info, const runtime::Module
 }
 }  // namespace
 
-std::vector<char> compile_cuda_image(const std::string& src, const ParsedSource& ps, const std::string& filename,
-                                     int arch, bool ptx) {
+std::vector<char> compile_cuda_image(const TranslationUnit& tu, const ParsedSource& ps, int arch, bool ptx) {
   cuda::NvrtcRequest rq;
-  rq.source = rewrite_for_cuda(src, ps, filename);
+  rq.source = rewrite_for_cuda(tu.text, ps);
   rq.filename = "bronze-shader.cu";
   rq.headers = {{"bronze_metal.h", embedded::bronze_metal_h}, {"bronze_metal_cuda.h", embedded::bronze_metal_cuda_h}};
   rq.arch = arch;
   rq.ptx = ptx;
   rq.options = kOptions;
   cuda::NvrtcResult r = cuda::nvrtc_compile(rq);
-  if (!r.ok) raise_compile_error(r.log, src, filename);
+  if (!r.ok) raise_compile_error(r.log, tu.files);
   return std::move(r.image);
 }
 
-std::shared_ptr<detail::LibraryImpl> load_cuda_module(const Device& d, const std::string& src, const ParsedSource& ps,
+std::shared_ptr<detail::LibraryImpl> load_cuda_module(const Device& d, const std::string& unit, const ParsedSource& ps,
                                                       const std::vector<char>& image) {
   std::vector<runtime::ModuleKernel> mk(ps.kernels.size());
   for (std::size_t k = 0; k < mk.size(); ++k) {
     mk[k].symbol = entry_symbol(k);
-    mk[k].sizes_symbol = sizes_symbol(k);
-    mk[k].nsizes = ps.kernels[k].info.bound.size() + 1;
+    mk[k].sizes_symbol = layout_symbol(k);
+    mk[k].nsizes = 2 * ps.kernels[k].info.bound.size() + 1;
   }
   runtime::device_impl(d).load_module(image, mk);
-  auto lib = new_library(d, src);
+  auto lib = new_library(d, unit);
   for (std::size_t k = 0; k < mk.size(); ++k) {
     KernelInfo info = ps.kernels[k].info;
-    for (auto& p : info.params)
-      if (p.binding >= 0) p.size = static_cast<std::size_t>(mk[k].sizes[p.binding]);
+    apply_layout(info, reinterpret_cast<const unsigned long long*>(mk[k].sizes.data()));
     add_kernel(*lib, std::move(info), mk[k]);
   }
   return lib;
@@ -76,7 +75,7 @@ std::shared_ptr<detail::LibraryImpl> build_cuda_source(const Device& d, const st
   for (const CudaKernel& k : kernels)
     if (!k.extern_c) rq.name_expressions.push_back("&" + k.info.name);
   cuda::NvrtcResult r = cuda::nvrtc_compile(rq);
-  if (!r.ok) raise_compile_error(r.log, src, filename);
+  if (!r.ok) raise_compile_error(r.log, {{filename, src}});
   std::vector<runtime::ModuleKernel> mk(kernels.size());
   for (std::size_t k = 0, lowered = 0; k < kernels.size(); ++k)
     mk[k].symbol = kernels[k].extern_c ? kernels[k].info.name : r.lowered[lowered++];

@@ -1,6 +1,8 @@
-// Compiler messages mapped back to the user's source.
+// Compiler messages mapped back to the user's files (the unit's #line
+// directives make the compilers name them).
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 #include "bronze/error.hpp"
 #include "shader/library_impl.hpp"
@@ -13,7 +15,7 @@ std::string source_excerpt(const std::string& src, int line, int col) {
     start = src.find('\n', start);
     if (start != std::string::npos) ++start;
   }
-  if (start == std::string::npos) return "";
+  if (start == std::string::npos || line < 1) return "";
   std::string text = src.substr(start, src.find('\n', start) - start);
   std::string num = std::to_string(line);
   return " " + num + " | " + text + "\n " + std::string(num.size(), ' ') + " | " +
@@ -31,52 +33,104 @@ std::vector<std::string> split_lines(const std::string& s) {
   return out;
 }
 
-// One error of the user's file: its line, column (0 when unknown) and the
-// message in GCC's "file:line:col: error: text" form.
+// One error: its file, line, column (0 when unknown) and the message in
+// GCC's "file:line:col: error: text" form.
 struct Diagnostic {
+  std::string file;
   int line = 0, col = 0;
   std::string text;
 };
 
-bool parse_line(const std::vector<std::string>& lines, std::size_t i, const std::string& file, Diagnostic& d) {
+// Reads "file:12:5: error: ..." (GCC, Clang; "fatal error" too) and
+// "file(12): error: ..." with NVRTC's caret two lines on.
+bool parse_line(const std::vector<std::string>& lines, std::size_t i, Diagnostic& d) {
   const std::string& l = lines[i];
-  if (l.rfind(file, 0) != 0) return false;
-  const char* rest = l.c_str() + file.size();
-  int line = 0, col = 0, used = 0;
-  if (std::sscanf(rest, ":%d:%d: error: %n", &line, &col, &used) == 2 && used) {  // GCC, Clang
-    d = {line, col, l};
-    return true;
+  for (std::size_t p = l.find(':'); p != std::string::npos && p > 0; p = l.find(':', p + 1)) {
+    for (const char* form : {":%d:%d: error: %n", ":%d:%d: fatal error: %n"}) {
+      int line = 0, col = 0, used = 0;
+      if (std::sscanf(l.c_str() + p, form, &line, &col, &used) == 2 && used) {
+        d = {l.substr(0, p), line, col, l};
+        return true;
+      }
+    }
   }
-  if (std::sscanf(rest, "(%d): error: %n", &line, &used) == 1 && used) {  // NVRTC: the caret two lines on
+  std::size_t paren = l.find("): error: ");
+  std::size_t open = paren == std::string::npos ? std::string::npos : l.rfind('(', paren);
+  if (open != std::string::npos && open > 0) {
+    int line = std::atoi(l.c_str() + open + 1);
+    if (line <= 0) return false;
+    int col = 0;
     if (i + 2 < lines.size()) {
       std::size_t caret = lines[i + 2].find('^');
       if (caret != std::string::npos && lines[i + 2].find_first_not_of(" ^") == std::string::npos && caret >= 2)
         col = static_cast<int>(caret) - 1;  // NVRTC indents the echoed line by two spaces
     }
-    d = {line, col, file + ":" + std::to_string(line) + ":" + std::to_string(col) + ": error: " + (rest + used)};
+    std::string file = l.substr(0, open);
+    d = {file, line, col, file + ":" + std::to_string(line) + ":" + std::to_string(col) + ": error: " + l.substr(paren + 10)};
     return true;
   }
   return false;
 }
+
+// "In file included from shader.metal:3:" (GCC): where a header was included.
+bool included_from(const std::string& l, const std::vector<SourceFile>& files, Diagnostic& d) {
+  std::size_t at = l.find("from ");
+  if (at == std::string::npos) return false;
+  std::string rest = l.substr(at + 5);
+  std::size_t colon = rest.find(':');
+  if (colon == std::string::npos) return false;
+  std::string file = rest.substr(0, colon);
+  for (const SourceFile& f : files)
+    if (f.name == file) {
+      d.file = file;
+      d.line = std::atoi(rest.c_str() + colon + 1);
+      return true;
+    }
+  return false;
+}
+
+bool user_file(const std::string& name, const std::vector<SourceFile>& files) {
+  for (const SourceFile& f : files)
+    if (f.name == name) return true;
+  return files.empty() && name != "bronze-entry" && name.find("bronze_metal") == std::string::npos;
+}
 }  // namespace
 
-[[noreturn]] void raise_compile_error(const std::string& diag, const std::string& src, const std::string& file) {
+[[noreturn]] void raise_compile_error(const std::string& diag, const std::vector<SourceFile>& files) {
   std::vector<std::string> lines = split_lines(diag);
-  Diagnostic first;
+  Diagnostic first, other, include;
   std::string rest;
   int others = 0;
   for (std::size_t i = 0; i < lines.size(); ++i) {
     Diagnostic d;
-    if (!parse_line(lines, i, file, d)) continue;
+    if (included_from(lines[i], files, d) && other.text.empty()) include = d;
+    if (!parse_line(lines, i, d)) continue;
+    if (!user_file(d.file, files)) {
+      if (other.text.empty()) other = d;
+      continue;
+    }
     if (first.text.empty()) first = d;
     else if (others++ < 5) rest += d.text + "\n";
   }
-  if (first.text.empty()) {
-    // Nothing in the user's file: an error bronze's generated entry exposed.
-    throw ShaderCompileError(file + ": error: the kernel signature could not be compiled:\n" + diag);
+  if (first.text.empty() && !other.text.empty() && !include.file.empty()) {
+    // An error inside a header bronze provides (an unsupported Metal
+    // header): reported at the user's #include.
+    std::string msg = other.text.substr(other.text.find(": error: ") != std::string::npos
+                                            ? other.text.find(": error: ") + 9
+                                            : other.text.find("error: ") + 7);
+    first = include;
+    first.col = 0;
+    first.text = include.file + ":" + std::to_string(include.line) + ": error: " + msg;
   }
-  throw ShaderCompileError(first.text + "\n" + source_excerpt(src, first.line, first.col) + rest, first.line,
-                           first.col);
+  if (first.text.empty()) {
+    // Nothing in the user's files: an error bronze's generated entry exposed.
+    std::string name = files.empty() ? "shader.metal" : files[0].name;
+    throw ShaderCompileError(name + ": error: the kernel signature could not be compiled:\n" + diag);
+  }
+  std::string excerpt;
+  for (const SourceFile& f : files)
+    if (f.name == first.file) excerpt = source_excerpt(f.text, first.line, first.col);
+  throw ShaderCompileError(first.text + "\n" + excerpt + rest, first.line, first.col);
 }
 
 }  // namespace bronze::shader

@@ -1,6 +1,7 @@
 #include "shader/lexer.hpp"
 
 #include <cctype>
+#include <cstdlib>
 
 #include "bronze/error.hpp"
 
@@ -9,16 +10,32 @@ namespace {
 bool ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
 bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
-[[noreturn]] void fail(const std::string& what, int line, int col) {
-  throw ShaderCompileError("shader.metal:" + std::to_string(line) + ":" + std::to_string(col) + ": error: " + what,
-                           line, col);
+// "#line 12 \"name\"": the line and name, or false.
+bool line_directive(const std::string& d, int& line, std::string& name) {
+  std::size_t i = d.find_first_not_of(" \t", 1);
+  if (i == std::string::npos || d.compare(i, 4, "line") != 0) return false;
+  i = d.find_first_not_of(" \t", i + 4);
+  if (i == std::string::npos || !std::isdigit(static_cast<unsigned char>(d[i]))) return false;
+  line = std::atoi(d.c_str() + i);
+  std::size_t q = d.find('"', i);
+  if (q == std::string::npos) return true;  // keeps the file
+  name.clear();
+  for (std::size_t k = q + 1; k < d.size() && d[k] != '"'; ++k) {
+    if (d[k] == '\\' && k + 1 < d.size()) ++k;
+    name += d[k];
+  }
+  return true;
 }
 }  // namespace
 
-std::vector<Token> lex(const std::string& s) {
+std::vector<Token> lex(const std::string& s, std::vector<std::string>* files) {
   std::vector<Token> out;
   std::size_t i = 0, n = s.size();
-  int line = 1;
+  int line = 1, file = 0;
+  auto fail = [&](const std::string& what, int l, int c) {
+    std::string name = files && !files->empty() ? (*files)[file] : "shader.metal";
+    throw ShaderCompileError(name + ":" + std::to_string(l) + ":" + std::to_string(c) + ": error: " + what, l, c);
+  };
   std::size_t line_start = 0;
   bool at_line_start = true;  // only whitespace since the last newline
   auto col = [&](std::size_t p) { return static_cast<int>(p - line_start) + 1; };
@@ -52,6 +69,7 @@ std::vector<Token> lex(const std::string& s) {
       continue;
     }
     Token t;
+    t.file = file;
     t.line = line;
     t.col = col(i);
     t.offset = i;
@@ -66,6 +84,20 @@ std::vector<Token> lex(const std::string& s) {
         ++i;
       }
       t.kind = Token::Preproc;
+      int l = 0;
+      std::string name;
+      if (files && line_directive(s.substr(start, i - start), l, name)) {
+        if (!name.empty()) {
+          file = -1;
+          for (std::size_t k = 0; k < files->size(); ++k)
+            if ((*files)[k] == name) file = static_cast<int>(k);
+          if (file < 0) {
+            file = static_cast<int>(files->size());
+            files->push_back(name);
+          }
+        }
+        line = l - 1;  // the directive's own newline comes next
+      }
     } else if (ident_start(c)) {
       while (i < n && ident_char(s[i])) ++i;
       t.kind = Token::Ident;

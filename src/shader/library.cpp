@@ -110,77 +110,108 @@ std::string cache_object(const std::vector<std::uint8_t>& object, const std::str
   return path;
 }
 
-std::shared_ptr<detail::LibraryImpl> build(const Device& d, const std::string& source, const CompileOptions& o) {
-  const std::string file = source_name(o);
-  if (o.language == "cuda") return shader::build_cuda_source(d, source, file);
-  shader::ParsedSource ps = shader::parse(source, file);
+shader::SourceOptions source_options(const CompileOptions& o) {
+  shader::SourceOptions so;
+  so.filename = o.filename;
+  so.include_dirs = o.include_dirs;
+  so.headers = o.headers;
+  so.defines = o.defines;
+  so.torch_include_dir = o.torch_include_dir;
+  return so;
+}
+
+// A Metal unit (preprocessed) on device d.
+std::shared_ptr<detail::LibraryImpl> build_unit(const Device& d, const shader::TranslationUnit& tu, bool validate) {
+  shader::ParsedSource ps = shader::parse(tu.text, tu.files.empty() ? "shader.metal" : tu.files[0].name);
   if (d.type == DeviceType::CUDA) {
     int arch = runtime::device_impl(d).gpu_arch();
-    return shader::load_cuda_module(d, source, ps, shader::compile_cuda_image(source, ps, file, arch));
+    return shader::load_cuda_module(d, tu.text, ps, shader::compile_cuda_image(tu, ps, arch));
   }
-  auto lib = shader::load_cpu_object(source, ps, shader::compile_cpu_object(source, ps, file, o.validate));
+  auto lib = shader::load_cpu_object(tu.text, ps, shader::compile_cpu_object(tu, ps, validate));
   lib->device = d;
   return lib;
 }
 
 // A .bronzelib on a CUDA device: its cubin for the device, else PTX of an
-// architecture at or below it (the driver compiles it), else its source.
+// architecture at or below it (the driver compiles it), else its unit.
 std::shared_ptr<detail::LibraryImpl> load_bronzelib_cuda(const Device& d, const shader::LibraryFile& f,
+                                                         const shader::TranslationUnit& tu,
                                                          const shader::ParsedSource& ps) {
   int arch = runtime::device_impl(d).gpu_arch();
   const std::vector<std::uint8_t>* best_ptx = nullptr;
   int best_ptx_arch = 0;
   for (const auto& [target, object] : f.objects) {
     if (target == cubin_target(arch))
-      return shader::load_cuda_module(d, f.source, ps, std::vector<char>(object.begin(), object.end()));
+      return shader::load_cuda_module(d, tu.text, ps, std::vector<char>(object.begin(), object.end()));
     for (int a = arch; a > best_ptx_arch; --a)
       if (target == ptx_target(a)) {
         best_ptx = &object;
         best_ptx_arch = a;
       }
   }
-  if (best_ptx) return shader::load_cuda_module(d, f.source, ps, std::vector<char>(best_ptx->begin(), best_ptx->end()));
-  return shader::load_cuda_module(d, f.source, ps, shader::compile_cuda_image(f.source, ps, f.filename, arch));
+  if (best_ptx) return shader::load_cuda_module(d, tu.text, ps, std::vector<char>(best_ptx->begin(), best_ptx->end()));
+  return shader::load_cuda_module(d, tu.text, ps, shader::compile_cuda_image(tu, ps, arch));
 }
+
+// A compiled library kept for the process, with the files read from disk
+// that went into it: an edited header makes the entry stale.
+struct HotEntry {
+  std::shared_ptr<detail::LibraryImpl> lib;
+  std::vector<shader::DiskFile> disk_files;
+};
 }  // namespace
 
 Library compile_shader(const std::string& source, const CompileOptions& options) {
   Device d = runtime::resolve(options.device);
   check_language(d, options);
   static std::mutex mu;
-  static std::unordered_map<std::string, std::shared_ptr<detail::LibraryImpl>> hot;
+  static std::unordered_map<std::string, HotEntry> hot;
   std::string key = options.language + '\0' + options.filename + '\0' + d.str() + '\0' +
-                    (options.validate ? "validate" : "") + '\0' + source;
+                    (options.validate ? "validate" : "") + '\0' + options.torch_include_dir + '\0';
+  for (const auto& dir : options.include_dirs) key += dir + '\0';
+  for (const auto& [name, text] : options.headers) key += name + '\0' + text + '\0';
+  for (const auto& [name, value] : options.defines) key += name + '\0' + value + '\0';
+  key += source;
   {
     std::lock_guard<std::mutex> g(mu);
     auto it = hot.find(key);
-    if (it != hot.end()) return Library(it->second);
+    if (it != hot.end() && std::all_of(it->second.disk_files.begin(), it->second.disk_files.end(),
+                                       [](const shader::DiskFile& f) { return f.unchanged(); }))
+      return Library(it->second.lib);
   }
-  auto lib = build(d, source, options);  // outside the lock: compiles can run in parallel
+  // Outside the lock: compiles can run in parallel.
+  HotEntry e;
+  if (options.language == "cuda") {
+    e.lib = shader::build_cuda_source(d, source, source_name(options));
+  } else {
+    shader::TranslationUnit tu = shader::preprocess(source, source_options(options));
+    e.lib = build_unit(d, tu, options.validate);
+    e.disk_files = std::move(tu.disk_files);
+  }
   std::lock_guard<std::mutex> g(mu);
-  auto [it, inserted] = hot.emplace(key, lib);
-  return Library(it->second);
+  hot[key] = e;
+  return Library(e.lib);
 }
 
 std::vector<std::uint8_t> compile_library(const std::string& source, const CompileOptions& options) {
   if (options.language != "metal") throw ValueError("bronze libraries hold Metal source; got '" + options.language + "'");
-  shader::ParsedSource ps = shader::parse(source, options.filename);
+  shader::TranslationUnit tu = shader::preprocess(source, source_options(options));
+  shader::ParsedSource ps = shader::parse(tu.text, options.filename);
   shader::LibraryFile f;
-  f.source = source;
+  f.source = tu.text;  // preprocessed: loads without the includes
   f.filename = options.filename;
-  f.objects.emplace_back(shader::host_cpu_target(),
-                         read_binary(shader::compile_cpu_object(source, ps, options.filename)));
+  f.objects.emplace_back(shader::host_cpu_target(), read_binary(shader::compile_cpu_object(tu, ps)));
   std::vector<int> archs = options.cuda_archs;
   if (options.device && options.device->type == DeviceType::CUDA)
     archs.push_back(runtime::device_impl(*options.device).gpu_arch());
   std::sort(archs.begin(), archs.end());
   archs.erase(std::unique(archs.begin(), archs.end()), archs.end());
   for (int arch : archs) {
-    std::vector<char> cubin = shader::compile_cuda_image(source, ps, options.filename, arch);
+    std::vector<char> cubin = shader::compile_cuda_image(tu, ps, arch);
     f.objects.emplace_back(cubin_target(arch), std::vector<std::uint8_t>(cubin.begin(), cubin.end()));
   }
   if (!archs.empty()) {  // PTX for the oldest: newer GPUs without a cubin here JIT it
-    std::vector<char> ptx = shader::compile_cuda_image(source, ps, options.filename, archs.front(), true);
+    std::vector<char> ptx = shader::compile_cuda_image(tu, ps, archs.front(), true);
     f.objects.emplace_back(ptx_target(archs.front()), std::vector<std::uint8_t>(ptx.begin(), ptx.end()));
   }
   return shader::encode_library(f);
@@ -195,14 +226,16 @@ Library load_metallib(const std::vector<std::uint8_t>& bytes, std::optional<Devi
     return Library(shader::load_gpu_image(d, bytes, signatures));
   }
   shader::LibraryFile f = shader::decode_library(bytes.data(), bytes.size());
-  shader::ParsedSource ps = shader::parse(f.source, f.filename);
-  if (d.type == DeviceType::CUDA) return Library(load_bronzelib_cuda(d, f, ps));
+  shader::TranslationUnit tu;
+  tu.text = f.source;
+  shader::ParsedSource ps = shader::parse(tu.text, f.filename);
+  if (d.type == DeviceType::CUDA) return Library(load_bronzelib_cuda(d, f, tu, ps));
   std::string so_path;
   for (const auto& [target, object] : f.objects)
     if (target == shader::host_cpu_target()) so_path = cache_object(object, ".so");
-  // No object for this host: build one from the library's source.
-  if (so_path.empty()) so_path = shader::compile_cpu_object(f.source, ps, f.filename);
-  auto lib = shader::load_cpu_object(f.source, ps, so_path);
+  // No object for this host: build one from the library's unit.
+  if (so_path.empty()) so_path = shader::compile_cpu_object(tu, ps);
+  auto lib = shader::load_cpu_object(tu.text, ps, so_path);
   lib->device = d;
   return Library(lib);
 }
@@ -255,7 +288,7 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
     const KernelArg& a = args[i];
     if (const Tensor* t = a.tensor()) {
       if (p.kind != ParamKind::Buffer)
-        throw TypeError(arg_label(p) + " is a constant value: pass a number or bytes, not a tensor");
+        throw KernelArgumentError(arg_label(p) + " is a constant value: pass a number or bytes, not a tensor");
       if (!t->defined()) throw TypeError(arg_label(p) + " is an undefined tensor");
       if (t->device() != lib_->device)
         throw ValueError(arg_label(p) + " is on " + t->device().str() + ", the library on " + lib_->device.str());
@@ -271,13 +304,13 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
     std::vector<std::uint8_t> bytes;
     if (const Scalar* s = a.scalar()) {
       if (p.kind == ParamKind::Buffer)
-        throw TypeError(arg_label(p) + " is a device buffer: pass a tensor or array, not a number");
+        throw KernelArgumentError(arg_label(p) + " is a device buffer: pass a tensor or array, not a number");
       bytes = shader::pack_scalar(p, *s);
       l.args[i].by_value = p.by_value;
     } else {
       bytes = *a.bytes();
       if (p.kind == ParamKind::Buffer && !p.read_only)
-        throw TypeError(arg_label(p) + " is a writable device buffer: pass a tensor, not bytes");
+        throw KernelArgumentError(arg_label(p) + " is a writable device buffer: pass a tensor, not bytes");
       if (p.by_value && p.size && bytes.size() != p.size)
         throw ValueError(arg_label(p) + " is one value of " + std::to_string(p.size) + " bytes, got " +
                          std::to_string(bytes.size()));
@@ -310,14 +343,6 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
     group.x = std::min<std::uint32_t>(grid.x, max_threads);
     group.y = std::min<std::uint32_t>(grid.y, max_threads / group.x);
     group.z = std::min<std::uint32_t>(grid.z, max_threads / (group.x * group.y));
-  }
-  for (std::size_t i = 0; i < nargs; ++i) {
-    const KernelParam& p = ki.binding(static_cast<int>(i));
-    const Tensor* t = args[i].tensor();
-    if (t && p.indexed_by_grid && p.size && t->nbytes() / p.size < grid.count())
-      throw ValueError(arg_label(p) + " holds " + std::to_string(t->nbytes() / p.size) +
-                       " elements, but the kernel indexes it by thread_position_in_grid over " +
-                       std::to_string(grid.count()) + " threads");
   }
   std::size_t tg_total = lib_->static_tg_bytes[index_];
   for (const auto& p : ki.params)

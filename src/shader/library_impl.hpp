@@ -9,12 +9,13 @@
 
 #include "bronze/shader.hpp"
 #include "shader/parser.hpp"
+#include "shader/preprocess.hpp"
 
 namespace bronze::detail {
 struct LibraryImpl {
   Device device;
   std::string hash;
-  std::string source;
+  std::string source;                // the preprocessed unit: self-contained
   std::vector<KernelInfo> kernels;
   std::vector<std::size_t> static_tg_bytes;
   std::vector<int> max_threads;      // per kernel: threads per threadgroup it can launch with
@@ -26,30 +27,28 @@ struct LibraryImpl {
 
 namespace bronze::shader {
 
-// Throws ShaderCompileError with the compiler's first error in the user's
-// file (`file`, via #line), its source line with a caret, and a few more
-// errors. Reads both the GCC/Clang ("f:12:5: error: ...") and the NVRTC
-// ("f(12): error: ...", caret line below) formats.
-[[noreturn]] void raise_compile_error(const std::string& diagnostics, const std::string& source,
-                                      const std::string& file);
+// Throws ShaderCompileError with the compiler's first error in a user file
+// (the unit's #line directives name them), its source line with a caret
+// when `files` holds that file, and a few more errors. Reads the GCC/Clang
+// ("f:12:5: error: ...") and the NVRTC ("f(12): error: ...", caret line
+// below) formats.
+[[noreturn]] void raise_compile_error(const std::string& diagnostics, const std::vector<SourceFile>& files);
 
-// CPU: throws ShaderCompileError at the first function of the user's file
+// CPU: throws ShaderCompileError at the first function of the user's files
 // whose frame in the compiler's stack-usage report (GCC's or Clang's form) is
 // over the 512 KiB a kernel's thread may have: its threads would run off
 // their stacks.
-void check_stack_usage(const std::string& usage, const std::string& source, const std::string& file);
+void check_stack_usage(const std::string& usage, const std::vector<SourceFile>& files);
 
 // CPU: compiles for the host (the shared object's path) and loads it.
-std::string compile_cpu_object(const std::string& source, const ParsedSource& ps, const std::string& filename,
-                               bool validate = false);
-std::shared_ptr<detail::LibraryImpl> load_cpu_object(const std::string& source, const ParsedSource& ps,
+std::string compile_cpu_object(const TranslationUnit& tu, const ParsedSource& ps, bool validate = false);
+std::shared_ptr<detail::LibraryImpl> load_cpu_object(const std::string& unit, const ParsedSource& ps,
                                                      const std::string& so_path);
 
-// CUDA: Metal source -> cubin for sm_<arch> (or PTX for compute_<arch>).
-std::vector<char> compile_cuda_image(const std::string& source, const ParsedSource& ps, const std::string& filename,
-                                     int arch, bool ptx = false);
-// Loads a module built from Metal source on `device`.
-std::shared_ptr<detail::LibraryImpl> load_cuda_module(const Device& device, const std::string& source,
+// CUDA: a Metal unit -> cubin for sm_<arch> (or PTX for compute_<arch>).
+std::vector<char> compile_cuda_image(const TranslationUnit& tu, const ParsedSource& ps, int arch, bool ptx = false);
+// Loads a module built from a Metal unit on `device`.
+std::shared_ptr<detail::LibraryImpl> load_cuda_module(const Device& device, const std::string& unit,
                                                       const ParsedSource& ps, const std::vector<char>& image);
 // CUDA C++ source: its __global__ kernels, compiled and loaded on `device`.
 std::shared_ptr<detail::LibraryImpl> build_cuda_source(const Device& device, const std::string& source,

@@ -39,82 +39,151 @@ const Attr kAttributes[] = {
 
 bool is_collective(const std::string& id) {
   return id == "threadgroup_barrier" || id == "simdgroup_barrier" || id.rfind("simd_", 0) == 0 ||
-         id.rfind("quad_", 0) == 0;
+         id.rfind("quad_", 0) == 0 || id.rfind("simdgroup_", 0) == 0;
 }
+
+// Words that qualify a parameter's type but never name it or a type.
+bool is_qualifier(const std::string& x) {
+  static const std::set<std::string> q = {"const", "volatile", "restrict", "__restrict", "__restrict__",
+                                          "device", "constant", "threadgroup", "thread", "threadgroup_imageblock",
+                                          "struct", "class", "enum", "union", "typename"};
+  return q.count(x) > 0;
+}
+// C++'s own type words: part of a type, never a parameter's name.
+bool is_builtin_type(const std::string& x) {
+  static const std::set<std::string> b = {"unsigned", "signed", "long", "short", "int", "char",
+                                          "float", "double", "bool", "void"};
+  return b.count(x) > 0;
+}
+
+// Keywords followed by a parenthesized operand that is not a parameter list.
+bool takes_operand(const std::string& x) {
+  return x == "__attribute__" || x == "alignas" || x == "decltype" || x == "__declspec" || x == "noexcept" ||
+         x == "throw" || x == "sizeof" || x == "alignof" || x == "static_assert" || x == "__typeof__";
+}
+
+struct TemplateParam {
+  std::string name;
+  std::string default_text;
+};
 
 class Parser {
  public:
-  Parser(const std::string& src, const std::string& file) : file_(file) { out_.tokens = lex(src); }
+  Parser(const std::string& unit, const std::string& main_file) {
+    out_.tokens = lex(unit, &out_.files);
+    if (out_.files.empty()) out_.files.push_back(main_file);
+  }
 
   ParsedSource run() {
-    const auto& t = out_.tokens;
     std::size_t i = 0;
-    while (i < t.size() && t[i].kind != Token::End) {
-      if (t[i].kind == Token::Preproc) {
-        for (const Token& x : lex_line(t[i].text))
-          if (x.kind == Token::Ident && is_collective(x.text)) all_cooperative_ = true;
-        ++i;
-      } else if (t[i].text == "template") {
-        i = t[i + 1].text == "<" ? template_definition(i) : instantiation(i);
-      } else {
-        i = declaration(i, {});
-      }
+    while (t(i).kind != Token::End) i = scope(i, "", false);  // a stray '}' ends a scope early: go on
+    if (out_.kernels.empty() && !kernel_templates_.empty()) {
+      std::string names;
+      for (const auto& [name, def] : kernel_templates_) names += (names.empty() ? "'" : ", '") + name + "'";
+      fail(t(kernel_templates_.begin()->second.params_begin),
+           "the source defines the kernel template" + std::string(kernel_templates_.size() > 1 ? "s " : " ") +
+               names + " but instantiates none, so the library would have no kernel; add an instantiation, e.g. "
+               "template [[host_name(\"name_float\")]] kernel void " +
+               kernel_templates_.begin()->second.name + "<float>(...);");
     }
     resolve_cooperative();
     return std::move(out_);
   }
 
  private:
-  struct Function {
-    std::size_t body_begin = 0, body_end = 0;  // token range inside the braces
-    bool collective = false;
-    std::set<std::string> callees;
-  };
   struct KernelDef {
-    std::vector<std::string> tparams;
+    std::string name;       // unqualified
+    std::string qualified;  // "ns::name"
+    std::vector<TemplateParam> tparams;
     std::size_t params_begin = 0, params_end = 0;  // tokens inside the parentheses
     std::size_t body_begin = 0, body_end = 0;
-    int line = 0;
+    bool kernel = false;
+  };
+  // A node of the call graph: a function or class, by unqualified name.
+  struct Node {
+    bool collective = false;
+    std::set<std::string> refs;
   };
 
+  const Token& t(std::size_t i) const { return out_.tokens[std::min(i, out_.tokens.size() - 1)]; }
+
   [[noreturn]] void fail(const Token& at, const std::string& what) const {
-    throw ShaderCompileError(file_ + ":" + std::to_string(at.line) + ":" + std::to_string(at.col) + ": error: " + what,
+    const std::string& file = out_.files[std::min<std::size_t>(at.file, out_.files.size() - 1)];
+    throw ShaderCompileError(file + ":" + std::to_string(at.line) + ":" + std::to_string(at.col) + ": error: " + what,
                              at.line, at.col);
   }
 
-  static std::vector<Token> lex_line(const std::string& s) {
-    std::string body = s.substr(1);  // drop '#', so the line lexes as tokens
-    return lex(body);
-  }
-
   std::size_t match(std::size_t open, const char* o, const char* c) const {
-    const auto& t = out_.tokens;
     int depth = 0;
-    for (std::size_t i = open; t[i].kind != Token::End; ++i) {
-      if (t[i].text == o) ++depth;
-      else if (t[i].text == c && --depth == 0) return i;
+    for (std::size_t i = open; t(i).kind != Token::End; ++i) {
+      if (t(i).text == o) ++depth;
+      else if (t(i).text == c && --depth == 0) return i;
     }
-    fail(t[open], std::string("no matching '") + c + "'");
+    fail(t(open), std::string("no matching '") + c + "'");
+  }
+  // The '>' closing the template argument list opened at `open`; '<' and
+  // '>' inside parentheses or brackets are comparisons and shifts.
+  std::size_t match_angle(std::size_t open) const {
+    int angle = 0, paren = 0;
+    for (std::size_t i = open; t(i).kind != Token::End; ++i) {
+      const std::string& x = t(i).text;
+      if (x == "(" || x == "[" || x == "{") ++paren;
+      else if (x == ")" || x == "]" || x == "}") --paren;
+      else if (paren == 0 && x == "<") ++angle;
+      else if (paren == 0 && x == ">" && --angle == 0) return i;
+      else if (paren == 0 && x == ";") break;
+    }
+    fail(t(open), "no matching '>'");
   }
 
-  // Skips an attribute group "[[ ... ]]" starting at i; returns the index after it.
-  std::size_t skip_attribute(std::size_t i) const { return match(i, "[", "]") + 1; }
-  bool attribute_at(std::size_t i) const {
-    return out_.tokens[i].text == "[" && out_.tokens[i + 1].text == "[";
+  bool attribute_at(std::size_t i) const { return t(i).text == "[" && t(i + 1).text == "["; }
+
+  // The attributes of the group "[[a, b(x)]]" at i: each as its tokens'
+  // text ("buffer(0)"), host_name's string literals joined. Returns the
+  // index after the group.
+  std::size_t attributes(std::size_t i, std::vector<std::string>& out, std::string* host_name = nullptr) const {
+    std::size_t end = match(i, "[", "]");
+    for (auto [b, e] : split_commas(i + 2, end - 1)) {
+      std::string a;
+      for (std::size_t k = b; k < e; ++k) a += t(k).text;
+      if (host_name && t(b).text == "host_name") {
+        std::string joined;
+        for (std::size_t k = b; k < e; ++k)
+          if (t(k).kind == Token::String) joined += literal_text(t(k).text);
+        *host_name = joined;
+      }
+      out.push_back(a);
+    }
+    return end + 1;
   }
 
-  // Token ranges [b, e) between the top-level commas of tokens [begin, end)
-  // (nesting in (), [] and <> is skipped); empty ranges are dropped.
+  // The characters of a string literal's token, escapes resolved.
+  static std::string literal_text(const std::string& tok) {
+    std::size_t q = tok.find('"');
+    std::string s;
+    for (std::size_t k = q + 1; k + 1 < tok.size(); ++k) {
+      if (tok[k] == '\\' && k + 2 < tok.size()) {
+        ++k;
+        s += tok[k] == 'n' ? '\n' : tok[k] == 't' ? '\t' : tok[k];
+      } else {
+        s += tok[k];
+      }
+    }
+    return s;
+  }
+
+  // Token ranges [b, e) between the top-level commas of tokens [begin, end).
   std::vector<std::pair<std::size_t, std::size_t>> split_commas(std::size_t begin, std::size_t end) const {
-    const auto& t = out_.tokens;
     std::vector<std::pair<std::size_t, std::size_t>> out;
     std::size_t b = begin;
-    int depth = 0;
+    int depth = 0, angle = 0;
     for (std::size_t k = begin; k <= end; ++k) {
-      const std::string& x = k < end ? t[k].text : std::string();
-      if (x == "(" || x == "[" || x == "<") ++depth;
-      if (x == ")" || x == "]" || x == ">") --depth;
-      if (k == end || (x == "," && depth == 0)) {
+      const std::string& x = k < end ? t(k).text : std::string();
+      if (x == "(" || x == "[" || x == "{") ++depth;
+      if (x == ")" || x == "]" || x == "}") --depth;
+      if (depth == 0 && x == "<") ++angle;
+      if (depth == 0 && x == ">" && angle > 0) --angle;
+      if (k == end || (x == "," && depth == 0 && angle == 0)) {
         if (k > b) out.emplace_back(b, k);
         b = k + 1;
       }
@@ -122,246 +191,323 @@ class Parser {
     return out;
   }
 
-  std::size_t template_definition(std::size_t i) {
-    const auto& t = out_.tokens;
-    std::size_t close = match(i + 1, "<", ">");
-    // Each parameter's name: its last top-level identifier before any default.
-    std::vector<std::string> tparams;
-    for (auto [b, e] : split_commas(i + 2, close)) {
-      std::string name;
-      int depth = 0;
-      for (std::size_t k = b; k < e && t[k].text != "="; ++k) {
-        if (t[k].text == "<" || t[k].text == "(") ++depth;
-        if (t[k].text == ">" || t[k].text == ")") --depth;
-        if (t[k].kind == Token::Ident && depth == 0) name = t[k].text;
-      }
-      if (!name.empty()) tparams.push_back(name);
+  std::string text(std::size_t b, std::size_t e, const std::map<std::string, std::string>& subst = {},
+                   const std::set<std::size_t>& skip = {}) const {
+    std::string s;
+    for (std::size_t k = b; k < e; ++k) {
+      if (skip.count(k) || t(k).kind == Token::Preproc) continue;
+      std::string x = t(k).text;
+      auto it = subst.find(x);
+      if (it != subst.end() && t(k).kind == Token::Ident) x = it->second;
+      bool glue = s.empty() || x == "::" || x == "," || x == ">" || x == "*" || x == "&" ||
+                  (s.size() >= 2 && s.compare(s.size() - 2, 2, "::") == 0) || s.back() == '<';
+      s += glue ? x : " " + x;
+      if (x == ",") s += " ";
     }
-    return declaration(close + 1, tparams);
+    return s;
   }
 
-  // A declaration or definition at namespace scope starting at i.
-  std::size_t declaration(std::size_t i, const std::vector<std::string>& tparams) {
-    const auto& t = out_.tokens;
-    bool kernel = false;
-    std::size_t start = i;
+  std::size_t skip_statement(std::size_t i) const {
+    for (; t(i).kind != Token::End; ++i) {
+      const std::string& x = t(i).text;
+      if (x == "(") i = match(i, "(", ")");
+      else if (x == "[") i = match(i, "[", "]");
+      else if (x == "{") i = match(i, "{", "}");
+      else if (x == ";") return i + 1;
+      else if (x == "}") return i;  // the enclosing scope's end
+    }
+    return i;
+  }
+
+  // Declarations up to the '}' that closes this scope (returns the index
+  // after it) or the end.
+  std::size_t scope(std::size_t i, const std::string& ns, bool in_class) {
+    while (t(i).kind != Token::End) {
+      const std::string& x = t(i).text;
+      if (t(i).kind == Token::Preproc || x == ";") {
+        ++i;
+      } else if (x == "}") {
+        return i + 1;
+      } else if (x == "namespace") {
+        i = namespace_decl(i, ns);
+      } else if (x == "inline" && t(i + 1).text == "namespace") {
+        ++i;
+      } else if (x == "extern" && t(i + 1).kind == Token::String && t(i + 2).text == "{") {
+        i = scope(i + 3, ns, false);
+      } else if (x == "template" && t(i + 1).text == "<") {
+        i = template_decl(i, ns, in_class);
+      } else if (x == "template" || (x == "extern" && t(i + 1).text == "template")) {
+        i = instantiation(i, ns);
+      } else if (x == "using" || x == "typedef" || x == "static_assert" || x == "friend") {
+        i = skip_statement(i);
+      } else if ((x == "public" || x == "private" || x == "protected") && t(i + 1).text == ":") {
+        i += 2;
+      } else {
+        i = declaration(i, ns, {}, in_class);
+      }
+    }
+    return i;
+  }
+
+  std::size_t namespace_decl(std::size_t i, const std::string& ns) {
+    std::size_t k = i + 1;
+    std::string name;
+    while (t(k).kind == Token::Ident || t(k).text == "::") name += t(k++).text;
+    if (t(k).text != "{") return skip_statement(i);  // an alias
+    std::string inner = name.empty() ? ns : ns.empty() ? name : ns + "::" + name;
+    return scope(k + 1, inner, false);
+  }
+
+  std::size_t template_decl(std::size_t i, const std::string& ns, bool in_class) {
+    std::size_t close = match_angle(i + 1);
+    std::vector<TemplateParam> tparams;
+    for (auto [b, e] : split_commas(i + 2, close)) {
+      TemplateParam p;
+      std::size_t eq = e;
+      for (std::size_t k = b; k < e; ++k)
+        if (t(k).text == "=") {
+          eq = k;
+          break;
+        }
+      for (std::size_t k = b; k < eq; ++k)
+        if (t(k).kind == Token::Ident && t(k).text != "typename" && t(k).text != "class") p.name = t(k).text;
+      if (eq < e) p.default_text = text(eq + 1, e);
+      tparams.push_back(p);
+    }
+    if (t(close + 1).text == "template" && t(close + 2).text == "<") return template_decl(close + 1, ns, in_class);
+    return declaration(close + 1, ns, tparams, in_class);
+  }
+
+  // A declaration or definition starting at i.
+  std::size_t declaration(std::size_t i, const std::string& ns, const std::vector<TemplateParam>& tparams,
+                          bool in_class) {
+    const std::size_t start = i;
+    bool kernel = false, is_class = false;
+    std::string host, class_name;
     std::size_t lparen = 0, rparen = 0;
-    while (i < t.size() && t[i].kind != Token::End) {
-      const std::string& x = t[i].text;
-      if (attribute_at(i)) {
-        if (t[i + 2].text == "kernel") kernel = true;
-        i = skip_attribute(i);
+    while (t(i).kind != Token::End) {
+      const std::string& x = t(i).text;
+      if (t(i).kind == Token::Preproc) {
+        ++i;
         continue;
       }
-      if (x == "kernel" && t[i].kind == Token::Ident) kernel = true;
-      if (x == "(" && !lparen) {
+      if (attribute_at(i)) {
+        std::vector<std::string> attrs;
+        i = attributes(i, attrs, &host);
+        for (const std::string& a : attrs)
+          if (a == "kernel") kernel = true;
+        continue;
+      }
+      if (takes_operand(x) && t(i + 1).text == "(") {
+        i = match(i + 1, "(", ")") + 1;
+        continue;
+      }
+      if (x == "operator" && !lparen) {  // operator+(...), operator()(...): up to its parameter list
+        std::size_t k = t(i + 1).text == "(" ? i + 3 : i + 1;
+        while (t(k).kind != Token::End && t(k).text != "(") ++k;
+        lparen = k;
+        rparen = match(k, "(", ")");
+        i = rparen + 1;
+        continue;
+      }
+      if (t(i).kind == Token::Ident && !lparen) {
+        if (x == "kernel") kernel = true;
+        if (x == "struct" || x == "class" || x == "union" || x == "enum") is_class = true;
+        else if (is_class && class_name.empty() && !is_qualifier(x)) class_name = x;
+      }
+      if (x == "<" && !lparen && i > start && t(i - 1).kind == Token::Ident && !is_class) {
+        i = match_angle(i) + 1;  // a template-id in the declared type
+        continue;
+      }
+      if (x == "(" && !lparen && !is_class) {
         lparen = i;
         rparen = match(i, "(", ")");
         i = rparen + 1;
         continue;
       }
+      if (x == "(" || x == "[") {
+        i = match(i, x.c_str(), x == "(" ? ")" : "]") + 1;
+        continue;
+      }
+      if (x == "=") return skip_statement(i);  // an initializer, = default, = delete
       if (x == ";") return i + 1;
+      if (x == "}") return i;
       if (x == "{") {
-        if (!lparen) {
-          // namespace: its contents are scanned as top level; struct/enum: skipped.
-          for (std::size_t k = start; k < i; ++k)
-            if (t[k].text == "namespace") return i + 1;
-          return match(i, "{", "}") + 1;
-        }
         std::size_t close = match(i, "{", "}");
-        std::string name = lparen > 0 && t[lparen - 1].kind == Token::Ident ? t[lparen - 1].text : "";
-        Function f;
-        f.body_begin = i + 1;
-        f.body_end = close;
-        for (std::size_t k = i + 1; k < close; ++k) {
-          if (t[k].kind != Token::Ident) continue;
-          if (is_collective(t[k].text)) f.collective = true;
-          if (t[k + 1].text == "(" || t[k + 1].text == "<") f.callees.insert(t[k].text);
+        if (!lparen) {  // a class body, or a braced initializer
+          if (is_class) {
+            std::string inner = ns.empty() ? class_name : ns + "::" + class_name;
+            std::string saved = current_class_;
+            current_class_ = class_name;
+            scope(i + 1, inner, true);
+            current_class_ = saved;
+            note_fields(class_name, i + 1, close);
+          }
+          return skip_statement(close + 1);
         }
-        functions_[name] = f;
-        if (kernel) {
-          KernelDef def{tparams, lparen + 1, rparen, i + 1, close, t[lparen - 1].line};
-          if (name.empty()) fail(t[lparen], "kernel without a name");
-          if (tparams.empty()) add_kernel(name, name, def, {});
-          else templates_[name] = def;
+        std::size_t name_at = lparen - 1;
+        while (name_at > start && t(name_at).text != "operator" && t(name_at).kind != Token::Ident) --name_at;
+        if (t(name_at).kind != Token::Ident || takes_operand(t(name_at).text)) return close + 1;
+        const std::string& name = t(name_at).text;
+        note_body(name, i + 1, close);  // a call by name (x.f()) may reach any f
+        if (in_class && !current_class_.empty()) {
+          // The class reaches its own members only, so Op()(x) with Op = A
+          // does not reach B::operator().
+          std::string member = current_class_ + "::" + name;
+          note_body(member, i + 1, close);
+          graph_[current_class_].refs.insert(member);
+        }
+        if (!in_class) {
+          KernelDef def;
+          def.name = name;
+          def.qualified = ns.empty() ? name : ns + "::" + name;
+          def.tparams = tparams;
+          def.params_begin = lparen + 1;
+          def.params_end = rparen;
+          def.body_begin = i + 1;
+          def.body_end = close;
+          def.kernel = kernel;
+          if (!tparams.empty()) {
+            templates_[def.qualified] = def;
+            if (kernel) kernel_templates_[def.qualified] = def;
+          } else if (kernel) {
+            add_kernel(host.empty() ? name : host, "::bronze_msl::" + def.qualified, def, {}, {});
+          }
         }
         return close + 1;
       }
-      if (x == "}") return i + 1;  // end of a namespace
       ++i;
     }
     return i;
   }
 
-  // template [[host_name("n")]] kernel void f<args>(params);
-  std::size_t instantiation(std::size_t i) {
-    const auto& t = out_.tokens;
+  void note_body(const std::string& name, std::size_t b, std::size_t e) {
+    Node& n = graph_[name];
+    for (std::size_t k = b; k < e; ++k) {
+      if (t(k).kind != Token::Ident) continue;
+      if (is_collective(t(k).text)) n.collective = true;
+      n.refs.insert(t(k).text);
+    }
+  }
+
+  // A class's own node: the names its members' types and initializers use
+  // (its member functions are added as "Class::f" nodes).
+  void note_fields(const std::string& name, std::size_t b, std::size_t e) {
+    Node& n = graph_[name];
+    for (std::size_t k = b; k < e; ++k) {
+      if (t(k).text == "{") k = match(k, "{", "}");  // member function bodies: their own nodes
+      else if (t(k).kind == Token::Ident && t(k).text != "operator" && t(k + 1).text != "(") n.refs.insert(t(k).text);
+    }
+  }
+
+  // template [[host_name("n")]] [[kernel]] void f<args>(params);
+  // template [[host_name("n")]] [[kernel]] decltype(f<args>) f<args>;
+  std::size_t instantiation(std::size_t i, const std::string& ns) {
     std::string host;
-    std::size_t k = i + 1;
-    std::size_t name_at = 0;
-    for (; t[k].kind != Token::End && t[k].text != ";"; ++k) {
+    bool kernel = false;
+    std::size_t k = i + 1, name_at = 0, args_open = 0, args_close = 0;
+    for (; t(k).kind != Token::End && t(k).text != ";"; ++k) {
       if (attribute_at(k)) {
-        std::size_t end = skip_attribute(k);
-        for (std::size_t a = k + 2; a + 2 < end; ++a)
-          if (t[a].text == "host_name" && t[a + 1].text == "(" && t[a + 2].kind == Token::String)
-            host = t[a + 2].text.substr(1, t[a + 2].text.size() - 2);
-        k = end - 1;
+        std::vector<std::string> attrs;
+        k = attributes(k, attrs, &host) - 1;
+        for (const std::string& a : attrs)
+          if (a == "kernel") kernel = true;
         continue;
       }
-      if (!name_at && t[k].kind == Token::Ident && t[k + 1].text == "<" && t[k].text != "template") name_at = k;
+      const std::string& x = t(k).text;
+      if (x == "kernel") kernel = true;
+      if (takes_operand(x) && t(k + 1).text == "(") {
+        k = match(k + 1, "(", ")");
+        continue;
+      }
+      if (x == "(") {
+        if (!name_at && t(k - 1).kind == Token::Ident) name_at = k - 1;  // deduced: f(params)
+        k = match(k, "(", ")");
+        continue;
+      }
+      if (x == "<" && t(k - 1).kind == Token::Ident) {
+        name_at = k - 1;
+        args_open = k;
+        args_close = match_angle(k);
+        k = args_close;
+      }
     }
-    if (t[k].kind == Token::End) return k;  // no ';': the compiler reports it
-    std::size_t end = k + 1;
-    if (!name_at) return end;  // some other explicit instantiation
-    auto it = templates_.find(t[name_at].text);
-    if (it == templates_.end()) return end;  // not a kernel template
-    std::size_t close = match(name_at + 1, "<", ">");
+    std::size_t end = t(k).kind == Token::End ? k : k + 1;
+    if (!name_at) return end;
+    // The name as written, with its qualification.
+    std::size_t q = name_at;
+    while (q >= 2 && t(q - 1).text == "::" && t(q - 2).kind == Token::Ident) q -= 2;
+    std::string written = text(q, name_at + 1);
+    const KernelDef* def = find_template(written, ns);
+    if (!def || (!def->kernel && !kernel)) return end;
+    if (!args_open)
+      fail(t(name_at), "the instantiation of kernel '" + written + "' must name its template arguments (" + written +
+                           "<...>); bronze does not deduce them");
     std::vector<std::string> args;
-    for (auto [b, e] : split_commas(name_at + 2, close)) {
-      std::string arg;
-      for (std::size_t a = b; a < e; ++a) arg += (arg.empty() ? "" : " ") + t[a].text;
-      args.push_back(arg);
-    }
-    if (args.size() != it->second.tparams.size())
-      fail(t[name_at], "instantiation of '" + t[name_at].text + "' has " + std::to_string(args.size()) +
-                           " template arguments, the template takes " + std::to_string(it->second.tparams.size()));
+    for (auto [b, e] : split_commas(args_open + 1, args_close)) args.push_back(text(b, e));
     std::map<std::string, std::string> subst;
-    std::string call = t[name_at].text + "<";
-    for (std::size_t a = 0; a < args.size(); ++a) {
-      subst[it->second.tparams[a]] = args[a];
-      call += (a ? ", " : "") + args[a];
+    for (std::size_t a = 0; a < def->tparams.size(); ++a) {
+      const TemplateParam& p = def->tparams[a];
+      if (p.name.empty()) continue;
+      if (a < args.size()) subst[p.name] = args[a];
+      else if (!p.default_text.empty()) subst[p.name] = substitute(p.default_text, subst);
     }
-    call += ">";
-    add_kernel(host.empty() ? call : host, call, it->second, subst);
+    std::string callee = "::bronze_msl::" + def->qualified + "<";
+    for (std::size_t a = 0; a < args.size(); ++a) callee += (a ? ", " : "") + args[a];
+    callee += ">";
+    std::set<std::string> arg_refs;
+    for (std::size_t a = args_open; a < args_close; ++a)
+      if (t(a).kind == Token::Ident) arg_refs.insert(t(a).text);
+    add_kernel(host.empty() ? def->name + "<" + text(args_open + 1, args_close) + ">" : host, callee, *def, subst,
+               arg_refs);
     return end;
   }
 
-  std::string type_text(std::size_t b, std::size_t e, const std::map<std::string, std::string>& subst,
-                        const std::set<std::size_t>& skip) const {
-    const auto& t = out_.tokens;
-    std::string s;
-    for (std::size_t k = b; k < e; ++k) {
-      if (skip.count(k)) continue;
-      std::string x = t[k].text;
-      auto it = subst.find(x);
-      if (it != subst.end()) x = it->second;
-      bool glue = x == "::" || (!s.empty() && s.size() >= 2 && s.compare(s.size() - 2, 2, "::") == 0);
-      s += (s.empty() || glue) ? x : " " + x;
+  // Substitutes template parameters in a default argument's text.
+  static std::string substitute(const std::string& s, const std::map<std::string, std::string>& subst) {
+    std::string out, word;
+    auto flush = [&] {
+      auto it = subst.find(word);
+      out += it != subst.end() ? it->second : word;
+      word.clear();
+    };
+    for (char c : s) {
+      if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') {
+        word += c;
+      } else {
+        flush();
+        out += c;
+      }
     }
-    return s;
+    flush();
+    return out;
   }
 
-  void add_kernel(const std::string& host, const std::string& call, const KernelDef& def,
-                  const std::map<std::string, std::string>& subst) {
-    const auto& t = out_.tokens;
+  const KernelDef* find_template(std::string name, const std::string& ns) const {
+    if (name.rfind("::", 0) == 0) name = name.substr(2);
+    for (std::string scope = ns;;) {
+      auto it = templates_.find(scope.empty() ? name : scope + "::" + name);
+      if (it != templates_.end()) return &it->second;
+      if (scope.empty()) return nullptr;
+      std::size_t cut = scope.rfind("::");
+      scope = cut == std::string::npos ? "" : scope.substr(0, cut);
+    }
+  }
+
+  void add_kernel(const std::string& host, const std::string& callee, const KernelDef& def,
+                  const std::map<std::string, std::string>& subst, const std::set<std::string>& arg_refs) {
     for (const ParsedKernel& k : out_.kernels)
-      if (k.info.name == host) fail(t[def.params_begin], "a kernel named '" + host + "' is defined twice");
+      if (k.info.name == host) fail(t(def.params_begin - 2), "a kernel named '" + host + "' is defined twice");
     ParsedKernel pk;
     pk.info.name = host;
-    pk.info.line = def.line;
-    pk.call = call;
+    pk.info.line = t(def.params_begin - 2).line;
+    pk.callee = callee;
     auto ranges = split_commas(def.params_begin, def.params_end);
-    if (ranges.size() == 1 && ranges[0].second - ranges[0].first == 1 && t[ranges[0].first].text == "void")
+    if (ranges.size() == 1 && ranges[0].second - ranges[0].first == 1 && t(ranges[0].first).text == "void")
       ranges.clear();
     std::set<int> used_slots;
-    for (const auto& range : ranges) {
-      const std::size_t pb = range.first, pe = range.second;
-      ParsedParam p;
-      p.info.line = t[pb].line;
-      std::string space;
-      bool is_const = false;
-      std::vector<std::string> attrs;
-      std::set<std::size_t> skip;
-      std::size_t name_at = 0, array_at = 0;
-      for (std::size_t k = pb; k < pe; ++k) {
-        const std::string& x = t[k].text;
-        if (attribute_at(k)) {
-          std::size_t end = skip_attribute(k);
-          std::string a;
-          for (std::size_t q = k + 2; q < end - 2; ++q) a += t[q].text;
-          attrs.push_back(a);
-          for (std::size_t q = k; q < end; ++q) skip.insert(q);
-          k = end - 1;
-          continue;
-        }
-        if (x == "device" || x == "constant" || x == "threadgroup" || x == "thread" || x == "threadgroup_imageblock") {
-          space = x;
-          skip.insert(k);
-        } else if (x == "const") {
-          is_const = true;
-          skip.insert(k);
-        } else if (x == "volatile" || x == "restrict" || x == "__restrict") {
-          skip.insert(k);
-        } else if (x == "*") {
-          p.pointer = true;
-          skip.insert(k);
-        } else if (x == "&") {
-          p.reference = true;
-          skip.insert(k);
-        } else if (x == "[" && !array_at) {
-          array_at = k;
-          std::size_t end = match(k, "[", "]");
-          for (std::size_t q = k; q <= end; ++q) skip.insert(q);
-          k = end;
-        } else if (t[k].kind == Token::Ident && !array_at) {
-          name_at = k;
-        }
-      }
-      if (!name_at) fail(t[pb], "kernel parameters need names");
-      skip.insert(name_at);
-      p.info.name = t[name_at].text;
-      p.info.type = type_text(pb, pe, subst, skip);
-      p.span_begin = t[pb].offset;
-      p.span_end = t[pe - 1].offset + t[pe - 1].text.size();
-      if (p.info.type.empty()) fail(t[pb], "parameter '" + p.info.name + "' has no type");
-      if (p.info.type.find("texture") != std::string::npos || p.info.type.find("sampler") != std::string::npos)
-        fail(t[pb], "textures and samplers are not supported by bronze (parameter '" + p.info.name + "')");
-      p.info.read_only = is_const || space == "constant";
-      p.cast_type = (p.info.read_only ? "const " : "") + p.info.type;
-      p.def_cast_type = (p.info.read_only ? "const " : "") + type_text(pb, pe, {}, skip);
-      std::string attribute;
-      int buffer_index = -1, tg_index = -1;
-      for (const std::string& a : attrs) {
-        auto num = [&](const std::string& prefix) {
-          try {
-            return std::stoi(a.substr(prefix.size() + 1));
-          } catch (...) {
-            fail(t[pb], "bad attribute [[" + a + "]]");
-          }
-        };
-        if (a.rfind("buffer(", 0) == 0) buffer_index = num("buffer");
-        else if (a.rfind("threadgroup(", 0) == 0) tg_index = num("threadgroup");
-        else if (a.rfind("function_constant", 0) == 0)
-          fail(t[pb], "function constants are not supported yet");
-        else if (attribute_field(a)) attribute = a;
-        else if (a.rfind("stage_in", 0) == 0 || a.rfind("texture", 0) == 0 || a.rfind("sampler", 0) == 0)
-          fail(t[pb], "[[" + a + "]] is not a compute-kernel parameter bronze supports");
-      }
-      if (!attribute.empty()) {
-        p.info.kind = ParamKind::Attribute;
-        p.info.attribute = attribute;
-      } else if (tg_index >= 0 || space == "threadgroup") {
-        p.info.kind = ParamKind::ThreadgroupBuffer;
-        p.info.index = tg_index >= 0 ? tg_index : 0;
-        if (p.info.index > 7) fail(t[pb], "threadgroup buffer index over 7");
-      } else if (p.pointer && (space == "device" || space == "constant")) {
-        p.info.kind = ParamKind::Buffer;
-      } else if (p.reference && space == "device") {
-        p.info.kind = ParamKind::Buffer;
-      } else if (p.reference || array_at || space.empty() || space == "constant") {
-        p.info.kind = ParamKind::Scalar;
-        if (array_at) p.pointer = true;  // decays to a pointer to the bound bytes
-        p.info.by_value = !p.pointer;
-      } else {
-        fail(t[pb], "unsupported kernel parameter '" + p.info.name + "' (address space " + space + ")");
-      }
-      if (p.info.kind == ParamKind::Buffer || p.info.kind == ParamKind::Scalar) {
-        p.info.index = buffer_index;
-        if (buffer_index >= 0 && !used_slots.insert(buffer_index).second)
-          fail(t[pb], "buffer index " + std::to_string(buffer_index) + " is used twice");
-      }
-      pk.params.push_back(std::move(p));
-    }
+    int unnamed = 0;
+    for (const auto& range : ranges) pk.params.push_back(param(range.first, range.second, subst, used_slots, unnamed));
     // Implicit slots follow declaration order over the free indices.
     int next = 0;
     for (ParsedParam& p : pk.params) {
@@ -375,41 +521,151 @@ class Parser {
       if (p.info.kind == ParamKind::Buffer || p.info.kind == ParamKind::Scalar) bound.push_back(&p);
     std::stable_sort(bound.begin(), bound.end(), [](auto* a, auto* b) { return a->info.index < b->info.index; });
     for (std::size_t k = 0; k < bound.size(); ++k) bound[k]->info.binding = static_cast<int>(k);
-    // Buffers indexed directly by the grid position must cover the grid.
-    std::string gid;
-    for (const ParsedParam& p : pk.params)
-      if (p.info.attribute == "thread_position_in_grid" && p.info.type.find_first_of("234") == std::string::npos)
-        gid = p.info.name;
-    if (!gid.empty())
-      for (ParsedParam& p : pk.params)
-        if (p.info.kind == ParamKind::Buffer)
-          for (std::size_t k = def.body_begin; k + 3 < def.body_end; ++k)
-            if (t[k].text == p.info.name && t[k + 1].text == "[" && t[k + 2].text == gid && t[k + 3].text == "]")
-              p.info.indexed_by_grid = true;
     for (const ParsedParam& p : pk.params) pk.info.params.push_back(p.info);
     pk.info.bound.resize(bound.size());
     for (std::size_t k = 0; k < pk.info.params.size(); ++k)
       if (pk.info.params[k].binding >= 0) pk.info.bound[pk.info.params[k].binding] = static_cast<int>(k);
     pk.threadgroup_sizes = threadgroup_sizes(def, subst);
-    kernel_function_.push_back(t[def.params_begin - 2].text);
+    kernel_refs_.push_back(arg_refs);
+    kernel_refs_.back().insert(def.name);
     out_.kernels.push_back(std::move(pk));
   }
 
-  // "sizeof(T) * (N) * (M)" for each `threadgroup T name[N][M];` in the body.
+  ParsedParam param(std::size_t pb, std::size_t pe, const std::map<std::string, std::string>& subst,
+                    std::set<int>& used_slots, int& unnamed) const {
+    ParsedParam p;
+    p.info.line = t(pb).line;
+    std::string space;
+    bool is_const = false, array = false;
+    std::vector<std::string> attrs;
+    std::set<std::size_t> skip;
+    std::size_t name_at = 0;
+    int idents = 0;
+    for (std::size_t k = pb; k < pe; ++k) {
+      const std::string& x = t(k).text;
+      if (attribute_at(k)) {
+        std::size_t end = attributes(k, attrs);
+        for (std::size_t q = k; q < end; ++q) skip.insert(q);
+        k = end - 1;
+      } else if (takes_operand(x) && t(k + 1).text == "(") {
+        std::size_t end = match(k + 1, "(", ")");
+        for (std::size_t q = k; q <= end; ++q) skip.insert(q);
+        k = end;
+      } else if (x == "<") {
+        k = match_angle(k);  // template arguments: part of the type
+      } else if (x == "device" || x == "constant" || x == "threadgroup" || x == "thread" ||
+                 x == "threadgroup_imageblock") {
+        space = x;
+        skip.insert(k);
+      } else if (x == "const") {
+        is_const = true;
+        skip.insert(k);
+      } else if (x == "volatile" || x == "restrict" || x == "__restrict" || x == "__restrict__") {
+        skip.insert(k);
+      } else if (x == "*") {
+        p.pointer = true;
+        skip.insert(k);
+      } else if (x == "&") {
+        p.reference = true;
+        skip.insert(k);
+      } else if (x == "[") {
+        array = true;
+        std::size_t end = match(k, "[", "]");
+        for (std::size_t q = k; q <= end; ++q) skip.insert(q);
+        k = end;
+      } else if (x == "=") {  // a default argument
+        for (std::size_t q = k; q < pe; ++q) skip.insert(q);
+        break;
+      } else if (t(k).kind == Token::Ident && t(k + 1).text != "::" && !is_qualifier(x)) {
+        if (!is_builtin_type(x)) name_at = k;
+        ++idents;
+      }
+    }
+    // `uint [[thread_position_in_grid]]`: one name, which is the type.
+    if (name_at && idents > 1) {
+      skip.insert(name_at);
+      p.info.name = t(name_at).text;
+    } else {
+      p.info.name = "_" + std::to_string(unnamed++);
+    }
+    p.info.type = text(pb, pe, subst, skip);
+    p.span_begin = t(pb).offset;
+    p.span_end = t(pe - 1).offset + t(pe - 1).text.size();
+    if (p.info.type.empty()) fail(t(pb), "parameter '" + p.info.name + "' has no type");
+    if (p.info.type.find("texture") != std::string::npos || p.info.type.find("sampler") != std::string::npos)
+      fail(t(pb), "textures and samplers are not supported by bronze (parameter '" + p.info.name + "')");
+    p.info.read_only = is_const || space == "constant";
+    p.def_type = (p.info.read_only ? "const " : "") + text(pb, pe, {}, skip);
+    std::string attribute;
+    int buffer_index = -1, tg_index = -1;
+    for (const std::string& a : attrs) {
+      auto num = [&](const std::string& prefix) {
+        try {
+          return std::stoi(a.substr(prefix.size() + 1));
+        } catch (...) {
+          fail(t(pb), "bad attribute [[" + a + "]]");
+        }
+      };
+      if (a.rfind("buffer(", 0) == 0) buffer_index = num("buffer");
+      else if (a.rfind("threadgroup(", 0) == 0) tg_index = num("threadgroup");
+      else if (a.rfind("function_constant", 0) == 0)
+        fail(t(pb), "function constants are not supported yet (parameter '" + p.info.name + "')");
+      else if (attribute_field(a)) attribute = a;
+      else if (a.rfind("stage_in", 0) == 0 || a.rfind("texture", 0) == 0 || a.rfind("sampler", 0) == 0)
+        fail(t(pb), "[[" + a + "]] is not a compute-kernel parameter bronze supports");
+    }
+    if (!attribute.empty()) {
+      p.info.kind = ParamKind::Attribute;
+      p.info.attribute = attribute;
+    } else if (tg_index >= 0 || space == "threadgroup") {
+      p.info.kind = ParamKind::ThreadgroupBuffer;
+      p.info.index = tg_index >= 0 ? tg_index : 0;
+      if (p.info.index > 7) fail(t(pb), "threadgroup buffer index over 7");
+    } else if ((p.pointer || p.reference) && space == "device") {
+      p.info.kind = ParamKind::Buffer;
+    } else if (p.pointer && space == "constant") {
+      p.info.kind = ParamKind::Buffer;
+    } else if (p.reference || array || space.empty() || space == "constant" || space == "thread") {
+      p.info.kind = ParamKind::Scalar;
+      if (array) p.pointer = true;  // decays to a pointer to the bound bytes
+      p.info.by_value = !p.pointer;
+    } else {
+      fail(t(pb), "unsupported kernel parameter '" + p.info.name + "' (address space " + space + ")");
+    }
+    if (p.info.kind == ParamKind::Buffer || p.info.kind == ParamKind::Scalar) {
+      p.info.index = buffer_index;
+      if (buffer_index >= 0 && !used_slots.insert(buffer_index).second)
+        fail(t(pb), "buffer index " + std::to_string(buffer_index) + " is used twice");
+    }
+    return p;
+  }
+
+  // "sizeof(T) * (N) * (M)" for each `threadgroup T name[N][M];` in the
+  // body; the kernel's own constants (`constexpr int N = 64;`) are replaced
+  // by their values, since the expression is evaluated outside the kernel.
   std::vector<std::string> threadgroup_sizes(const KernelDef& def, const std::map<std::string, std::string>& subst) const {
-    const auto& t = out_.tokens;
+    std::map<std::string, std::string> local = subst;
+    for (std::size_t k = def.body_begin; k + 2 < def.body_end; ++k) {
+      if (t(k).text != "constexpr" && t(k).text != "const") continue;
+      std::size_t e = k + 1;
+      while (e < def.body_end && t(e).text != "=" && t(e).text != ";" && t(e).text != "(" && t(e).text != "[") ++e;
+      if (t(e).text != "=" || t(e - 1).kind != Token::Ident) continue;
+      std::size_t end = e + 1;
+      while (end < def.body_end && t(end).text != ";") ++end;
+      local[t(e - 1).text] = "(" + text(e + 1, end, local) + ")";
+    }
     std::vector<std::string> out;
     for (std::size_t k = def.body_begin; k < def.body_end; ++k) {
-      if (t[k].text != "threadgroup") continue;
+      if (t(k).text != "threadgroup") continue;
       std::size_t e = k + 1;
-      while (e < def.body_end && t[e].text != ";" && t[e].text != "[" && t[e].text != "*" && t[e].text != "&" &&
-             t[e].text != "=" && t[e].text != "(")
+      while (e < def.body_end && t(e).text != ";" && t(e).text != "[" && t(e).text != "*" && t(e).text != "&" &&
+             t(e).text != "=" && t(e).text != "(")
         ++e;
-      if (e >= def.body_end || t[e].text == "*" || t[e].text == "&" || t[e].text == "(" || e - k < 3) continue;
-      std::string expr = "sizeof(" + type_text(k + 1, e - 1, subst, {}) + ")";
-      while (t[e].text == "[") {
+      if (e >= def.body_end || t(e).text == "*" || t(e).text == "&" || t(e).text == "(" || e - k < 3) continue;
+      std::string expr = "sizeof(" + text(k + 1, e - 1, local) + ")";
+      while (t(e).text == "[") {
         std::size_t close = match(e, "[", "]");
-        expr += " * (" + type_text(e + 1, close, subst, {}) + ")";
+        expr += " * (" + text(e + 1, close, local) + ")";
         e = close + 1;
       }
       out.push_back(expr);
@@ -417,16 +673,20 @@ class Parser {
     return out;
   }
 
+  // A kernel is cooperative when its body, or a function or class it refers
+  // to (through its template arguments too), uses a barrier or a simdgroup
+  // function. Names stand for every function and class so named: at worst
+  // a kernel runs cooperatively when it need not.
   void resolve_cooperative() {
     std::set<std::string> coop;
-    for (auto& [name, f] : functions_)
-      if (f.collective) coop.insert(name);
+    for (auto& [name, n] : graph_)
+      if (n.collective) coop.insert(name);
     for (bool changed = true; changed;) {
       changed = false;
-      for (auto& [name, f] : functions_) {
+      for (auto& [name, n] : graph_) {
         if (coop.count(name)) continue;
-        for (const std::string& c : f.callees)
-          if (coop.count(c)) {
+        for (const std::string& r : n.refs)
+          if (coop.count(r)) {
             coop.insert(name);
             changed = true;
             break;
@@ -434,15 +694,16 @@ class Parser {
       }
     }
     for (std::size_t i = 0; i < out_.kernels.size(); ++i)
-      out_.kernels[i].info.cooperative = all_cooperative_ || coop.count(kernel_function_[i]) > 0;
+      for (const std::string& r : kernel_refs_[i])
+        if (coop.count(r)) out_.kernels[i].info.cooperative = true;
   }
 
-  std::string file_;
   ParsedSource out_;
-  std::map<std::string, Function> functions_;
-  std::map<std::string, KernelDef> templates_;
-  std::vector<std::string> kernel_function_;
-  bool all_cooperative_ = false;
+  std::map<std::string, Node> graph_;
+  std::map<std::string, KernelDef> templates_;         // every function template, by qualified name
+  std::map<std::string, KernelDef> kernel_templates_;  // those marked kernel
+  std::vector<std::set<std::string>> kernel_refs_;     // per kernel: its function and template arguments
+  std::string current_class_;
 };
 
 }  // namespace
@@ -453,8 +714,6 @@ const char* attribute_field(const std::string& attribute) {
   return nullptr;
 }
 
-ParsedSource parse(const std::string& source, const std::string& filename) {
-  return Parser(source, filename).run();
-}
+ParsedSource parse(const std::string& unit, const std::string& main_file) { return Parser(unit, main_file).run(); }
 
 }  // namespace bronze::shader

@@ -1,6 +1,11 @@
-// Parses kernel signatures out of Metal source: kernels (plain and template
-// instantiations with [[host_name]]), their parameters with address spaces
-// and attributes, and whether each needs cooperative (barrier/simd) execution.
+// Finds the kernels of a preprocessed Metal translation unit and reflects
+// their signatures: plain kernels (`kernel` or `[[kernel]]`, optionally
+// renamed by [[host_name]]) and the template instantiations that name them
+// (`template [[host_name("...")]] ...`, also the `decltype(f<T>) f<T>` form),
+// inside any namespace; each parameter's role (buffer, scalar, thread
+// attribute, threadgroup buffer), slot and access. Types are kept as written
+// (template arguments substituted, for messages); the compiler that builds
+// the code resolves them (the launch layout table, see rewrite.hpp).
 #pragma once
 
 #include <string>
@@ -13,29 +18,33 @@ namespace bronze::shader {
 
 struct ParsedParam {
   KernelParam info;
-  std::string cast_type;  // C++ type for the entry's cast, address spaces removed ("const float")
-  bool pointer = false;
-  bool reference = false;
-  // As written in the (template) definition, for rewriting the signature:
-  std::string def_cast_type;      // "const T", address spaces removed
-  std::size_t span_begin = 0;     // byte offsets of the whole parameter
-  std::size_t span_end = 0;
+  bool pointer = false;    // T* (or an array, which decays to one)
+  bool reference = false;  // T&
+  // The parameter in the definition (validate=True rewrites buffer pointers):
+  std::string def_type;    // element type as written, address spaces removed ("const T")
+  std::size_t span_begin = 0, span_end = 0;  // byte offsets of the whole parameter
 };
 
 struct ParsedKernel {
   KernelInfo info;
-  std::string call;  // the C++ function to call: "full", "add<float>"
+  // The C++ function to call, qualified: "full", "ns::add<float, 4>".
+  std::string callee;
   std::vector<ParsedParam> params;
-  std::vector<std::string> threadgroup_sizes;  // C++ size expressions of its threadgroup arrays
+  // C++ expressions for the bytes of each threadgroup array the kernel
+  // declares ("sizeof(float) * (256)"), local constants substituted.
+  std::vector<std::string> threadgroup_sizes;
 };
 
 struct ParsedSource {
+  std::vector<std::string> files;  // names of the token files (#line)
   std::vector<Token> tokens;
   std::vector<ParsedKernel> kernels;
 };
 
-// Throws ShaderCompileError (user file positions) on what it cannot accept.
-ParsedSource parse(const std::string& source, const std::string& filename);
+// `unit` is a preprocessed translation unit (preprocess.hpp). Throws
+// ShaderCompileError at the user's file and line for what it cannot accept,
+// and when the unit declares kernels but yields none.
+ParsedSource parse(const std::string& unit, const std::string& main_file);
 
 // Attribute name -> the field of bronze_rt::ids holding it, or nullptr.
 const char* attribute_field(const std::string& attribute);

@@ -12,21 +12,34 @@ struct Edit {
 bool is_uint3_field(const std::string& f) {
   return f == "tpig" || f == "tpitg" || f == "tgpig" || f == "tptg" || f == "dtptg" || f == "tpg" || f == "tgpg";
 }
+
+// Declaration specifiers that may stand next to an address space.
+bool is_specifier(const std::string& x) {
+  return x == "static" || x == "constexpr" || x == "const" || x == "inline" || x == "extern" || x == "volatile" ||
+         x == "thread_local";
+}
 }  // namespace
 
-int vector_components(const std::string& type) {
-  char last = type.empty() ? ' ' : type.back();
-  return last == '2' ? 2 : last == '3' ? 3 : last == '4' ? 4 : 1;
+std::string param_type(std::size_t k, std::size_t i) {
+  return "bronze_rt::param_t<" + function_type(k) + ", " + std::to_string(i) + ">";
 }
 
-std::string attribute_expr(const KernelParam& k) {
-  std::string f = std::string("id.") + attribute_field(k.attribute);
-  if (!is_uint3_field(attribute_field(k.attribute))) return "(" + k.type + ")(" + f + ")";
-  int n = vector_components(k.type);
-  if (n == 1) return "(" + k.type + ")(" + f + ".x)";
-  std::string e = k.type + "(" + f + ".x, " + f + ".y";
-  if (n >= 3) e += ", " + f + ".z";
-  return e + ")";
+std::string attribute_expr(std::size_t k, std::size_t i, const KernelParam& p) {
+  std::string f = std::string("id.") + attribute_field(p.attribute);
+  return "bronze_rt::dim<" + param_type(k, i) + ">(" + f + ")";
+}
+
+std::string function_typedef(const ParsedKernel& pk, std::size_t k) {
+  return "typedef decltype(&" + pk.callee + ") " + function_type(k) + ";\n";
+}
+
+std::string layout_initializer(const ParsedKernel& pk, std::size_t k) {
+  std::string s = "{";
+  for (int b : pk.info.bound) {
+    std::string v = "bronze_rt::value_t<" + param_type(k, static_cast<std::size_t>(b)) + ">";
+    s += "sizeof(" + v + "), bronze_rt::type_code<" + v + ">::value, ";
+  }
+  return s + "0}";
 }
 
 std::string rewrite_body(const std::string& src, const ParsedSource& ps, Target target, bool validate) {
@@ -36,17 +49,24 @@ std::string rewrite_body(const std::string& src, const ParsedSource& ps, Target 
     for (const ParsedKernel& pk : ps.kernels)
       for (const ParsedParam& p : pk.params)
         if (checked(p, true))
-          edits.push_back({p.span_begin, p.span_end - p.span_begin,
-                           "bronze_bounded<" + p.def_cast_type + "> " + p.info.name});
+          edits.push_back({p.span_begin, p.span_end - p.span_begin, "bronze_bounded<" + p.def_type + "> " + p.info.name});
   }
   auto blank = [&](const Token& tok) { edits.push_back({tok.offset, tok.text.size(), std::string(tok.text.size(), ' ')}); };
+  auto find = [&](std::size_t k, auto stop) {
+    int depth = 0;
+    for (; t[k].kind != Token::End; ++k) {
+      const std::string& x = t[k].text;
+      if (depth == 0 && stop(x)) return k;
+      if (x == "(" || x == "[" || x == "{") ++depth;
+      if (x == ")" || x == "]" || x == "}") --depth;
+      if (depth < 0) return k;
+    }
+    return k;
+  };
   int depth = 0;
   for (std::size_t i = 0; t[i].kind != Token::End; ++i) {
     const Token& tok = t[i];
-    if (tok.kind == Token::Preproc) {
-      if (tok.text.find("include") != std::string::npos && tok.text.find("metal_") != std::string::npos) blank(tok);
-      continue;
-    }
+    if (tok.kind == Token::Preproc) continue;  // #line, #pragma
     if (tok.kind == Token::Number) {
       char last = tok.text.back();
       bool hex = tok.text.size() > 1 && (tok.text[1] == 'x' || tok.text[1] == 'X');
@@ -73,15 +93,36 @@ std::string rewrite_body(const std::string& src, const ParsedSource& ps, Target 
     if (x == "kernel" || x == "device" || x == "thread" || x == "threadgroup_imageblock") {
       if (t[i + 1].text != "::") blank(tok);
     } else if (x == "constant") {
-      edits.push_back({tok.offset, tok.text.size(), "const   "});
+      // `constant const T&`, `static constant constexpr`: the const is there already.
+      bool has_const = false;
+      for (std::size_t k = i; k > 0 && is_specifier(t[k - 1].text); --k) has_const |= t[k - 1].text == "const" || t[k - 1].text == "constexpr";
+      for (std::size_t k = i + 1; is_specifier(t[k].text); ++k) has_const |= t[k].text == "const" || t[k].text == "constexpr";
+      if (has_const) blank(tok);
+      else edits.push_back({tok.offset, tok.text.size(), "const   "});
     } else if (x == "threadgroup") {
       std::size_t k = i + 1;
       while (t[k].kind != Token::End && t[k].text != "*" && t[k].text != "&" && t[k].text != ";" &&
              t[k].text != "[" && t[k].text != "=" && t[k].text != "(" && t[k].text != ")" && t[k].text != ",")
         ++k;
       bool variable = depth > 0 && t[k].text != "*" && t[k].text != "&" && t[k].text != ")" && t[k].text != ",";
-      if (variable) edits.push_back({tok.offset, tok.text.size(), target == Target::Cuda ? "__shared__" : "static thread_local"});
-      else blank(tok);
+      if (!variable) {
+        blank(tok);
+        continue;
+      }
+      edits.push_back({tok.offset, tok.text.size(), target == Target::Cuda ? "__shared__" : "static thread_local"});
+      // `threadgroup T x[N] = init;`: group storage takes no initializer, so
+      // each thread stores the value where the declaration stands.
+      std::size_t eq = find(i + 1, [](const std::string& s) { return s == "=" || s == ";"; });
+      if (t[eq].text != "=") continue;
+      std::size_t semi = find(eq, [](const std::string& s) { return s == ";"; });
+      std::size_t nb = i + 1;  // the declared name: before its brackets or the '='
+
+      for (std::size_t q = i + 1; q < eq; ++q)
+        if (t[q].kind == Token::Ident && t[q + 1].text != "::" && (t[q + 1].text == "[" || t[q + 1].text == "=")) nb = q;
+      std::string decl, name = t[nb].text;
+      for (std::size_t q = i + 1; q < semi; ++q) decl += (q == nb ? "bronze_tg_init" : t[q].text) + " ";
+      edits.push_back({t[eq].offset, t[semi].offset - t[eq].offset, ""});
+      edits.push_back({t[semi].offset, 1, "; { " + decl + "; bronze_rt::tg_store(" + name + ", bronze_tg_init); }"});
     }
   }
   // Stable: a signature edit comes before the token edits inside its span,
@@ -97,13 +138,11 @@ std::string rewrite_body(const std::string& src, const ParsedSource& ps, Target 
   }
   body.append(src, pos, std::string::npos);
   return body;
-
 }
 
-std::string generated_file(const std::string& filename, const std::string& body, const std::string& entries,
-                           const std::string& preamble) {
-  return "#include \"bronze_metal.h\"\n" + preamble + "namespace bronze_msl {\n#line 1 \"" + filename + "\"\n" +
-         body + "\n#line 1 \"bronze-entry\"\n" + entries + "}  // namespace bronze_msl\n";
+std::string generated_file(const std::string& body, const std::string& entries, const std::string& preamble) {
+  return "#include \"bronze_metal.h\"\n" + preamble + "namespace bronze_msl {\n" + body +
+         "\n#line 1 \"bronze-entry\"\n" + entries + "}  // namespace bronze_msl\n";
 }
 
 }  // namespace bronze::shader

@@ -1,8 +1,16 @@
-// The part of the Metal -> C++ rewrite both compilers share: address spaces
-// and attributes are blanked in place (same lines and columns, so compiler
-// messages point into the user's source via #line), half literals become
-// casts, and threadgroup variables become the target's per-group storage.
-// rewrite_cpu and rewrite_cuda add the entries that call the kernels.
+// The part of the Metal -> C++ rewrite both compilers share: the
+// preprocessed unit's address spaces and attributes are blanked in place
+// (same lines, and the same columns where the edit allows, so compiler
+// messages point into the user's files through the unit's #line
+// directives), half literals become casts, and threadgroup variables become
+// the target's per-group storage. rewrite_cpu and rewrite_cuda add the
+// entries that call the kernels.
+//
+// Entries never spell a parameter's type: they take it from the kernel
+// function's own type (bronze_rt::param_t<decltype(&kernel), i>), so the
+// compiler that builds the code resolves templates, default template
+// arguments and typedefs; and a layout table per kernel tells the runtime
+// each binding's size and type as that compiler sees them.
 #pragma once
 
 #include <string>
@@ -13,30 +21,35 @@ namespace bronze::shader {
 
 enum class Target { Cpu, Cuda };
 
-// The user's source, edited for `target`. validate (CPU only): buffer
+// The preprocessed unit, edited for `target`. validate (CPU only): buffer
 // pointer parameters become bounds-checked views (bronze_bounded<T>).
-std::string rewrite_body(const std::string& source, const ParsedSource& parsed, Target target, bool validate);
+std::string rewrite_body(const std::string& unit, const ParsedSource& parsed, Target target, bool validate);
 
-// 2, 3 or 4 for "uint2", "float3", "half4"; 1 otherwise.
-int vector_components(const std::string& type);
+// Kernel k's names in the generated code: its function's type (a typedef
+// at namespace scope), its entry, and its layout table: per binding the
+// size and the bronze_rt::type_code of the value type, then a 0.
+inline std::string function_type(std::size_t k) { return "bronze_fn_" + std::to_string(k); }
+inline std::string entry_symbol(std::size_t k) { return "bronze_entry_" + std::to_string(k); }
+inline std::string layout_symbol(std::size_t k) { return "bronze_layout_" + std::to_string(k); }
+
+// "bronze_rt::param_t<bronze_fn_3, 2>": the C++ type of the kernel's i-th parameter.
+std::string param_type(std::size_t k, std::size_t i);
 
 // The expression an entry passes for a thread-position attribute parameter,
 // from a bronze_rt::ids named `id`.
-std::string attribute_expr(const KernelParam& p);
+std::string attribute_expr(std::size_t k, std::size_t i, const KernelParam& p);
+
+// The typedef of kernel k's function type and the initializer of its layout table.
+std::string function_typedef(const ParsedKernel& pk, std::size_t k);
+std::string layout_initializer(const ParsedKernel& pk, std::size_t k);
 
 // Buffer pointers become bounds-checked views under validate=True.
 inline bool checked(const ParsedParam& p, bool validate) {
   return validate && p.info.kind == ParamKind::Buffer && p.pointer;
 }
 
-// Kernel k's symbols in the compiled object: the entry and the sizeof of
-// each binding's type (bronze_sizes_<k>).
-inline std::string entry_symbol(std::size_t k) { return "bronze_entry_" + std::to_string(k); }
-inline std::string sizes_symbol(std::size_t k) { return "bronze_sizes_" + std::to_string(k); }
-
-// The generated file: the header, then the edited source and the entries,
-// both inside namespace bronze_msl.
-std::string generated_file(const std::string& filename, const std::string& body, const std::string& entries,
-                           const std::string& preamble);
+// The generated file: the emulation header, then the edited unit and the
+// entries, both inside namespace bronze_msl.
+std::string generated_file(const std::string& body, const std::string& entries, const std::string& preamble);
 
 }  // namespace bronze::shader

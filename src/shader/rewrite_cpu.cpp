@@ -16,43 +16,28 @@ bool flat_loop_ok(const ParsedKernel& pk) {
   return true;
 }
 
-std::string flat_arg_expr(const ParsedParam& p) {
-  if (p.info.kind != ParamKind::Attribute) return "a" + std::to_string(p.info.binding);
-  int n = vector_components(p.info.type);
-  if (n == 1) return "(" + p.info.type + ")(i)";
-  return p.info.type + (n == 2 ? "((uint)i, 0u)" : "((uint)i, 0u, 0u)");
-}
-
-std::string arg_expr(const ParsedParam& p, bool validate) {
-  const KernelParam& k = p.info;
-  std::string b = std::to_string(k.binding);
-  switch (k.kind) {
+// The argument kernel k's parameter i gets from the launch (bindings from
+// the argument slots `a`).
+std::string arg_expr(std::size_t k, std::size_t i, const ParsedParam& p, bool validate) {
+  const KernelParam& info = p.info;
+  std::string P = param_type(k, i), b = std::to_string(info.binding);
+  switch (info.kind) {
     case ParamKind::Buffer:
-      if (checked(p, validate))
-        return "bronze_bounded<" + p.cast_type + ">((" + p.cast_type + "*)a[" + b + "], L->arg_bytes[" + b +
-               "] / sizeof(" + p.cast_type + "), \"" + k.name + "\", L->fault)";
-      return p.pointer ? "(" + p.cast_type + "*)a[" + b + "]" : "*(" + p.cast_type + "*)a[" + b + "]";
     case ParamKind::Scalar:
-      return p.pointer ? "(" + p.cast_type + "*)a[" + b + "]" : "*(" + p.cast_type + "*)a[" + b + "]";
+      if (checked(p, validate))
+        return "bronze_rt::bounded<" + P + ">(a[" + b + "], L->arg_bytes[" + b + "], \"" + info.name + "\", L->fault)";
+      return "bronze_rt::arg<" + P + ">(a[" + b + "])";
     case ParamKind::ThreadgroupBuffer:
-      return "(" + p.cast_type + "*)bronze_rt::tg_buffer(" + std::to_string(k.index) + ", L)";
+      return "(" + P + ")bronze_rt::tg_buffer(" + std::to_string(info.index) + ", L)";
     case ParamKind::Attribute:
-      return attribute_expr(k);
+      return attribute_expr(k, i, info);
   }
   return "";
 }
-
-std::string hoisted_arg(const ParsedParam& p, bool validate) {
-  std::string b = std::to_string(p.info.binding);
-  if (checked(p, validate)) return "  auto a" + b + " = " + arg_expr(p, true) + ";\n";
-  bool ref = !p.pointer;
-  return "  " + p.cast_type + (ref ? "& a" : "* a") + b + " = " + (ref ? "*(" : "(") + p.cast_type + "*)a[" + b + "];\n";
-}
 }  // namespace
 
-std::string rewrite_for_cpu(const std::string& src, const ParsedSource& ps, const std::string& filename,
-                            bool validate) {
-  std::string body = rewrite_body(src, ps, Target::Cpu, validate);
+std::string rewrite_for_cpu(const std::string& unit, const ParsedSource& ps, bool validate) {
+  std::string body = rewrite_body(unit, ps, Target::Cpu, validate);
   // Only the entries are exported (-fvisibility=hidden): kernel functions
   // that cannot be interposed are inlined into the loops and vectorized.
   std::string out;
@@ -60,33 +45,41 @@ std::string rewrite_for_cpu(const std::string& src, const ParsedSource& ps, cons
     const ParsedKernel& pk = ps.kernels[k];
     std::string n = std::to_string(k);
     std::string args;
-    for (const ParsedParam& p : pk.params) args += (args.empty() ? "" : ", ") + arg_expr(p, validate);
+    for (std::size_t i = 0; i < pk.params.size(); ++i)
+      args += (i ? ", " : "") + arg_expr(k, i, pk.params[i], validate);
     std::string flat;
     if (flat_loop_ok(pk)) {
       std::string hoist, fargs;
-      for (const ParsedParam& p : pk.params) {
-        if (p.info.kind != ParamKind::Attribute) hoist += hoisted_arg(p, validate);
-        fargs += (fargs.empty() ? "" : ", ") + flat_arg_expr(p);
+      for (std::size_t i = 0; i < pk.params.size(); ++i) {
+        const ParsedParam& p = pk.params[i];
+        std::string v = "a" + std::to_string(p.info.binding);
+        if (p.info.kind != ParamKind::Attribute) {
+          hoist += "    " + param_type(k, i) + " " + v + " = " + arg_expr(k, i, p, validate) + ";\n";
+          fargs += (i ? ", " : "") + v;
+        } else {
+          fargs += std::string(i ? ", " : "") + "bronze_rt::dim<" + param_type(k, i) + ">(uint3((uint)i, 0u, 0u))";
+        }
       }
       flat = "  if (L->grid[1] == 1 && L->grid[2] == 1) {\n" + hoist +
              "    uint64_t begin = g0 * L->group[0], end = g1 * L->group[0];\n"
              "    if (end > L->grid[0]) end = L->grid[0];\n"
-             "    for (uint64_t i = begin; i < end; ++i) " + pk.call + "(" + fargs + ");\n"
+             "    for (uint64_t i = begin; i < end; ++i) " + pk.callee + "(" + fargs + ");\n"
              "    return;\n  }\n";
     }
-    out += "extern \"C\" BRONZE_EXPORT void bronze_entry_" + n +
+    out += function_typedef(pk, k);
+    out += "extern \"C\" BRONZE_EXPORT void " + entry_symbol(k) +
            "(void* const* a, const bronze_launch* L, uint64_t g0, uint64_t g1) {\n"
            "  (void)a;\n" + flat +
-           "  auto f = [&](const bronze_rt::ids& id) { (void)id; " + pk.call + "(" + args + "); };\n"
-           "  bronze_rt::" + (pk.info.cooperative ? "run_groups_cooperative" : "run_groups") + "(L, g0, g1, f);\n}\n";
-    out += "extern \"C\" BRONZE_EXPORT const unsigned long long bronze_sizes_" + n + "[] = {";
-    for (int b : pk.info.bound) out += "sizeof(" + pk.params[b].info.type + "), ";
-    out += "0};\n";
+           "  auto bronze_body = [&](const bronze_rt::ids& id) { (void)id; " + pk.callee + "(" + args + "); };\n"
+           "  bronze_rt::" + (pk.info.cooperative ? "run_groups_cooperative" : "run_groups") +
+           "(L, g0, g1, bronze_body);\n}\n";
+    out += "extern \"C\" BRONZE_EXPORT const unsigned long long " + layout_symbol(k) + "[] = " +
+           layout_initializer(pk, k) + ";\n";
     std::string tg = "0";
     for (const std::string& e : pk.threadgroup_sizes) tg += " + " + e;
     out += "extern \"C\" BRONZE_EXPORT const unsigned long long bronze_tgmem_" + n + " = " + tg + ";\n";
   }
-  return generated_file(filename, body, out, "#define BRONZE_EXPORT __attribute__((visibility(\"default\")))\n");
+  return generated_file(body, out, "#define BRONZE_EXPORT __attribute__((visibility(\"default\")))\n");
 }
 
 }  // namespace bronze::shader

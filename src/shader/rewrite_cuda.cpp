@@ -3,50 +3,42 @@
 #include "shader/rewrite.hpp"
 
 namespace bronze::shader {
-namespace {
-// The entry's parameter for a binding, and what it passes to the kernel.
-void binding_param(const ParsedParam& p, std::string& params, std::string& arg) {
-  std::string a = "a" + std::to_string(p.info.binding);
-  if (p.info.kind == ParamKind::Buffer || p.pointer) {
-    params += ", " + p.cast_type + "* " + a;
-    arg = p.pointer ? a : "*" + a;  // device T& binds to the pointed-to element
-  } else {
-    params += ", " + p.cast_type + " " + a;  // kernel parameter space, read through the constant cache
-    arg = a;
-  }
-}
-}  // namespace
 
-std::string rewrite_for_cuda(const std::string& src, const ParsedSource& ps, const std::string& filename) {
-  std::string body = rewrite_body(src, ps, Target::Cuda, false);
+std::string rewrite_for_cuda(const std::string& unit, const ParsedSource& ps) {
+  std::string body = rewrite_body(unit, ps, Target::Cuda, false);
   std::string out;
   for (std::size_t k = 0; k < ps.kernels.size(); ++k) {
     const ParsedKernel& pk = ps.kernels[k];
+    // One entry parameter per binding (bronze_rt::slot_t: buffers and arrays
+    // as pointers, scalars by value in kernel parameter space, read through
+    // the constant cache), in binding order.
     std::string params = "const bronze_rt::launch L";
-    std::vector<std::string> bound_args(pk.info.bound.size());
-    for (int b = 0; b < pk.info.bindings(); ++b) binding_param(pk.params[pk.info.bound[b]], params, bound_args[b]);
+    for (int b = 0; b < pk.info.bindings(); ++b)
+      params += ", bronze_rt::slot_t<" + param_type(k, static_cast<std::size_t>(pk.info.bound[b])) + "> a" +
+                std::to_string(b);
     std::string args;
-    for (const ParsedParam& p : pk.params) {
-      std::string e;
+    for (std::size_t i = 0; i < pk.params.size(); ++i) {
+      const ParsedParam& p = pk.params[i];
+      std::string e, P = param_type(k, i);
       switch (p.info.kind) {
         case ParamKind::Buffer:
-        case ParamKind::Scalar: e = bound_args[p.info.binding]; break;
+        case ParamKind::Scalar: e = "bronze_rt::from_slot<" + P + ">(a" + std::to_string(p.info.binding) + ")"; break;
         case ParamKind::ThreadgroupBuffer:
-          e = "(" + p.cast_type + "*)bronze_rt::tg_buffer(" + std::to_string(p.info.index) + ", L)";
+          e = "(" + P + ")bronze_rt::tg_buffer(" + std::to_string(p.info.index) + ", L)";
           break;
-        case ParamKind::Attribute: e = attribute_expr(p.info); break;
+        case ParamKind::Attribute: e = attribute_expr(k, i, p.info); break;
       }
-      args += (args.empty() ? "" : ", ") + e;
+      args += (i ? ", " : "") + e;
     }
+    out += function_typedef(pk, k);
     out += "extern \"C\" __global__ void " + entry_symbol(k) + "(" + params + ") {\n"
            "  bronze_rt::ids id;\n"
            "  if (!bronze_rt::make_ids(L, id)) return;\n"
-           "  " + pk.call + "(" + args + ");\n}\n";
-    out += "extern \"C\" __device__ const unsigned long long " + sizes_symbol(k) + "[] = {";
-    for (int b : pk.info.bound) out += "sizeof(" + pk.params[b].info.type + "), ";
-    out += "0};\n";
+           "  " + pk.callee + "(" + args + ");\n}\n";
+    out += "extern \"C\" __device__ const unsigned long long " + layout_symbol(k) + "[] = " +
+           layout_initializer(pk, k) + ";\n";
   }
-  return generated_file(filename, body, out, "");
+  return generated_file(body, out, "");
 }
 
 }  // namespace bronze::shader

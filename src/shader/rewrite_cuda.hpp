@@ -1,8 +1,8 @@
-// Metal source -> CUDA C++ for NVRTC (shader/rewrite.hpp's edits;
-// threadgroup variables become __shared__), and an extern "C" __global__
-// entry per kernel: the launch record, then one parameter per binding
-// (buffers and arrays as pointers, scalars by value), masking the threads a
-// partial threadgroup has past the grid's end.
+// Metal -> CUDA C++ for NVRTC (shader/rewrite.hpp's edits; threadgroup
+// variables become __shared__), and an extern "C" __global__ entry per
+// kernel: the launch record, then one parameter per binding (buffers and
+// arrays as pointers, scalars by value), masking the threads a partial
+// threadgroup has past the grid's end.
 #pragma once
 
 #include <string>
@@ -11,8 +11,8 @@
 
 namespace bronze::shader {
 
-// Entry symbols: bronze_entry_<i>; bronze_sizes_<i>, a __device__ array of
-// the sizeof of each binding's type.
-std::string rewrite_for_cuda(const std::string& source, const ParsedSource& parsed, const std::string& filename);
+// Symbols per kernel i: bronze_entry_<i>; bronze_layout_<i>, a __device__
+// array (rewrite.hpp).
+std::string rewrite_for_cuda(const std::string& unit, const ParsedSource& parsed);
 
 }  // namespace bronze::shader

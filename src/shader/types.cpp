@@ -50,6 +50,27 @@ ScalarType scalar_type(const std::string& type_in) {
   return st;
 }
 
+std::string type_name(unsigned long long code) {
+  static const char* const scalars[] = {"",      "float", "half",   "bfloat", "double", "char", "uchar",
+                                        "short", "ushort", "int",   "uint",   "long",   "ulong", "bool"};
+  unsigned long long scalar = code & 15, lanes = (code >> 4) & 7;
+  if (scalar == 0 || scalar > 13) return "";
+  std::string s = scalars[scalar];
+  if (lanes) s += std::to_string(lanes);
+  if (code & 128) s = "packed_" + s;
+  if (code & 256) s = "atomic_" + s;
+  return s;
+}
+
+void apply_layout(KernelInfo& info, const unsigned long long* layout) {
+  for (auto& p : info.params) {
+    if (p.binding < 0) continue;
+    p.size = static_cast<std::size_t>(layout[2 * p.binding]);
+    std::string resolved = type_name(layout[2 * p.binding + 1]);
+    if (!resolved.empty()) p.type = resolved;
+  }
+}
+
 std::string arg_label(const KernelParam& p) {
   return "argument " + std::to_string(p.binding) + " ('" + p.name + "', " + p.type + ")";
 }

@@ -21,6 +21,15 @@ struct ScalarType {
 // "float", "metal::half4", "atomic_uint", "packed_float3" ...
 ScalarType scalar_type(const std::string& type);
 
+// The Metal type name of a layout table's type code (bronze_rt::type_code
+// in bronze_metal.h: "float4", "packed_half3", "atomic_uint"), or "" for
+// other types (structs).
+std::string type_name(unsigned long long code);
+// Sets each bound parameter's size, and its type where the compiler
+// resolved a numeric one, from a kernel's layout table (per binding: size,
+// type code).
+void apply_layout(KernelInfo& info, const unsigned long long* layout);
+
 // How errors name a parameter: "argument 1 ('a', constant float&)". Built
 // only when an error is raised: the checks below run on every launch.
 std::string arg_label(const KernelParam& p);

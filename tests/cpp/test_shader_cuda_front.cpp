@@ -9,6 +9,7 @@
 #include "shader/gpu_image.hpp"
 #include "shader/library_impl.hpp"
 #include "shader/parser.hpp"
+#include "shader/preprocess.hpp"
 
 namespace bs = bronze::shader;
 
@@ -84,7 +85,7 @@ TEST(CompileErrors, NvrtcMessagesPointIntoTheUsersSource) {
       "shader.metal(2): error: identifier \"nope\" is undefined\n    o[0] = nope;\n           ^\n\n"
       "1 error detected in the compilation of \"bronze-shader.cu\".\n";
   try {
-    bs::raise_compile_error(log, src, "shader.metal");
+    bs::raise_compile_error(log, {{"shader.metal", src}});
     FAIL();
   } catch (const bronze::ShaderCompileError& e) {
     EXPECT_EQ(e.line(), 2);
@@ -120,15 +121,17 @@ template [[host_name("reduce_f32")]] kernel void reduce<float>(device const floa
 template [[host_name("reduce_f16")]] kernel void reduce<half>(device const half*, device half*, constant Params&,
     threadgroup half*, uint, uint, uint, uint2);
 )";
-  bs::ParsedSource ps = bs::parse(src, "shader.metal");
+  bs::TranslationUnit tu = bs::preprocess(src, {});
+  bs::ParsedSource ps = bs::parse(tu.text, "shader.metal");
   std::vector<char> cubin, ptx;
-  ASSERT_NO_THROW(cubin = bs::compile_cuda_image(src, ps, "shader.metal", 90)) << "the translation must compile";
+  ASSERT_NO_THROW(cubin = bs::compile_cuda_image(tu, ps, 90)) << "the translation must compile";
   EXPECT_EQ(std::string(cubin.data(), 4), "\x7f" "ELF");
-  ASSERT_NO_THROW(ptx = bs::compile_cuda_image(src, ps, "shader.metal", 90, true));
+  ASSERT_NO_THROW(ptx = bs::compile_cuda_image(tu, ps, 90, true));
   EXPECT_NE(std::string(ptx.begin(), ptx.end()).find(".entry bronze_entry_1"), std::string::npos);
   try {
-    std::string bad = "kernel void f(device float* o, uint i [[thread_position_in_grid]]) {\n  o[i] = nope;\n}\n";
-    bs::compile_cuda_image(bad, bs::parse(bad, "shader.metal"), "shader.metal", 90);
+    bs::TranslationUnit bad =
+        bs::preprocess("kernel void f(device float* o, uint i [[thread_position_in_grid]]) {\n  o[i] = nope;\n}\n", {});
+    bs::compile_cuda_image(bad, bs::parse(bad.text, "shader.metal"), 90);
     FAIL() << "expected a compile error";
   } catch (const bronze::ShaderCompileError& e) {
     EXPECT_EQ(e.line(), 2);

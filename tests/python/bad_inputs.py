@@ -17,6 +17,13 @@ def _lib():
     return bronze.compile_shader(SEED)
 
 
+def _write_past_the_end():
+    # Valid without validate=True (the grid is the caller's to guard); checked, it fails the launch.
+    lib = bronze.compile_shader(SEED, validate=True)
+    lib.full(bronze.ones(4), 1.0, threads=8)
+    bronze.synchronize()
+
+
 def _profiler_twice():
     bronze.profiler.start()
     try:
@@ -56,13 +63,22 @@ CASES = [
     ("compile_shader(source)", "not a str", lambda: bronze.compile_shader(b"kernel"), TypeError, "source as str"),
     ("compile_shader(source)", "an error in the shader", lambda: bronze.compile_shader("kernel void f(device float* o) {\n  o[0] = nope;\n}"), bronze.ShaderCompileError, "shader.metal:2:10"),
     ("compile_shader(source)", "a texture parameter", lambda: bronze.compile_shader("kernel void f(texture2d<float> t) {}"), bronze.ShaderCompileError, "textures"),
+    ("compile_shader(source)", "a missing include", lambda: bronze.compile_shader('#include "absent.h"\n'), bronze.ShaderCompileError, "absent.h"),
+    ("compile_shader(source)", "Metal 4 tensors", lambda: bronze.compile_shader("#include <metal_tensor>\n"), bronze.ShaderCompileError, "Metal 4"),
+    ("compile_shader(source)", "a kernel template never instantiated", lambda: bronze.compile_shader("template <typename T>\nkernel void k(device T* x) {}\n"), bronze.ShaderCompileError, "instantiates none"),
+    ("compile_shader(headers=)", "a name leaving the folder", lambda: bronze.compile_shader("", headers={"../x.h": ""}), ValueError, "not a relative file name"),
+    ("compile_shader(headers=)", "not a dict", lambda: bronze.compile_shader("", headers=["x.h"]), TypeError, "dict of str"),
+    ("compile_shader(include_dirs=)", "a missing folder", lambda: bronze.compile_shader("", include_dirs=["/nonexistent"]), ValueError, "no folder"),
+    ("compile_shader(defines=)", "not a macro name", lambda: bronze.compile_shader("", defines={"1X": "2"}), ValueError, "not a macro name"),
     ("compile_shader(language=)", "unknown language", lambda: bronze.compile_shader(SEED, language="glsl"), ValueError, "unknown shader language"),
     ("lib.<name>", "unknown kernel", lambda: _lib().nope, bronze.KernelNotFoundError, "its kernels: full"),
     ("lib.k(*args)", "wrong argument count", lambda: _lib().full(bronze.ones(4)), TypeError, "takes 2 arguments"),
     ("lib.k(*args)", "tensor of the wrong dtype", lambda: _lib().full(bronze.ones(4, dtype=bronze.float64), 1.0), TypeError, "needs a tensor of float32"),
-    ("lib.k(*args)", "number for a buffer", lambda: _lib().full(1.0, 1.0), TypeError, "is a buffer"),
+    ("lib.k(*args)", "number for a buffer", lambda: _lib().full(1.0, 1.0), bronze.KernelArgumentError, "is a buffer"),
+    ("lib.k(*args)", "tensor for a value", lambda: _lib().full(bronze.ones(4), bronze.ones(2)), bronze.KernelArgumentError, "is a constant value"),
+    ("lib.k(arg_casts=)", "unknown cast", lambda: _lib().full(bronze.ones(4), 1.0, arg_casts="fp8"), ValueError, "unsupported cast"),
     ("lib.k(*args)", "string for a scalar", lambda: _lib().full(bronze.ones(4), "x"), TypeError, "expected a number"),
-    ("lib.k(threads=)", "buffer smaller than the grid", lambda: _lib().full(bronze.ones(4), 1.0, threads=8), ValueError, "holds 4 elements"),
+    ("lib.k(threads=)", "a grid past the buffer, validate=True", _write_past_the_end, bronze.DeviceError, "out-of-bounds access to 'out' at index 4"),
     ("lib.k(threads=)", "four dimensions", lambda: _lib().full(bronze.ones(4), 1.0, threads=(1, 1, 1, 1)), ValueError, "1 to 3 dimensions"),
     ("lib.k(group_size=)", "over 1024 threads", lambda: _lib().full(bronze.ones(4), 1.0, group_size=2048), ValueError, "over the kernel's limit"),
     ("lib.k(**kwargs)", "unknown keyword", lambda: _lib().full(bronze.ones(4), 1.0, thread=4), TypeError, "unexpected keyword"),
@@ -91,7 +107,8 @@ def render():
         "runtime stays usable. bronze's own classes: `BronzeError` (a `RuntimeError`),",
         "`OutOfMemoryError`, `DeviceError` (queued work failed, raised at the next",
         "synchronize), `NotSupportedError`, `ShaderCompileError` (also a `SyntaxError`),",
-        "`KernelNotFoundError` (also an `AttributeError`), `ProfilerError` (also a `ValueError`).",
+        "`KernelNotFoundError` (also an `AttributeError`), `KernelArgumentError` (also a",
+        "`TypeError`), `ProfilerError` (also a `ValueError`).",
         "",
         "| entry point | bad input | raises | message includes |",
         "|---|---|---|---|",

@@ -438,6 +438,9 @@ namespace precise { using namespace metal; }
 namespace fast = metal::fast;
 namespace precise = metal::precise;
 
+#ifndef METAL_FUNC
+#define METAL_FUNC inline __attribute__((__always_inline__))
+#endif
 #define INFINITY (BRONZE_INF)
 #define NAN (BRONZE_QNAN)
 #define FLT_MAX 3.402823466e+38f
@@ -464,6 +467,16 @@ inline mem_flags operator|(mem_flags a, mem_flags b) { return mem_flags(int(a) |
 namespace metal { using bronze_msl::mem_flags; }
 
 namespace metal {
+// Metal 3.2's os_log: messages are dropped (there is no console to send them to).
+struct os_log {
+  constexpr os_log() {}
+  constexpr os_log(const char*, const char*) {}
+  template <class... A> void log(A...) const {}
+  template <class... A> void log_debug(A...) const {}
+  template <class... A> void log_info(A...) const {}
+  template <class... A> void log_error(A...) const {}
+  template <class... A> void log_fault(A...) const {}
+};
 struct simd_vote {
   typedef uint64_t vote_t;
   vote_t v;
@@ -472,6 +485,65 @@ struct simd_vote {
   bool any() const { return v != 0; }
 };
 }  // namespace metal
+
+// ------------------------------------------------ how entries call kernels
+// Generated entries take each parameter's type from the kernel function's
+// own type, so templates, default template arguments and typedefs are
+// resolved by the compiler, never by bronze's front end.
+namespace bronze_rt {
+template <int I, class P0, class... P> struct nth { typedef typename nth<I - 1, P...>::type type; };
+template <class P0, class... P> struct nth<0, P0, P...> { typedef P0 type; };
+template <class F> struct fn_params;
+template <class R, class... P> struct fn_params<R (*)(P...)> {
+  template <int I> using param = typename nth<I, P...>::type;
+};
+template <class F, int I> using param_t = typename fn_params<F>::template param<I>;
+
+template <class T> struct strip { typedef T type; };  // the value behind a parameter
+template <class T> struct strip<T*> { typedef typename strip<T>::type type; };
+template <class T> struct strip<T* const> { typedef typename strip<T>::type type; };
+template <class T> struct strip<T&> { typedef typename strip<T>::type type; };
+template <class T> struct strip<const T> { typedef typename strip<T>::type type; };
+template <class T> struct strip<volatile T> { typedef typename strip<T>::type type; };
+template <class T> using value_t = typename strip<T>::type;
+
+// A binding's argument slot as the parameter type: pointers take the
+// address, references and values the bytes at it.
+template <class P> struct binding { typedef P type; static P get(P v) { return v; } static P from(void* a) { return *(P*)a; } };
+template <class T> struct binding<T*> { typedef T* type; static T* get(T* p) { return p; } static T* from(void* a) { return (T*)a; } };
+template <class T> struct binding<T* const> : binding<T*> {};
+template <class T> struct binding<T&> { typedef T* type; static T& get(T* p) { return *p; } static T& from(void* a) { return *(T*)a; } };
+template <class P> inline P arg(void* a) { return binding<P>::from(a); }
+// CUDA entries: the kernel parameter that carries the binding, and back.
+template <class P> using slot_t = typename binding<P>::type;
+template <class P> inline P from_slot(slot_t<P> v) { return binding<P>::get(v); }
+
+// Thread-position attributes as the parameter's type (uint, ushort2, uint3...).
+template <class P, int N = vec_traits<value_t<P>>::n> struct dim_of;
+template <class P> struct dim_of<P, 1> { static value_t<P> get(const uint3& v) { return value_t<P>(v.x); } };
+template <class P> struct dim_of<P, 2> { static value_t<P> get(const uint3& v) { return value_t<P>(v.x, v.y); } };
+template <class P> struct dim_of<P, 3> { static value_t<P> get(const uint3& v) { return value_t<P>(v.x, v.y, v.z); } };
+template <class P> inline value_t<P> dim(const uint3& v) { return dim_of<P>::get(v); }
+template <class P> inline value_t<P> dim(uint v) { return value_t<P>(v); }
+
+// A type as the runtime reads it from the layout table: the scalar (1-13),
+// plus 16 x lanes for vectors, +128 packed, +256 atomic; 0 for any other type.
+template <class T> struct type_code { static constexpr unsigned long long value = 0; };
+#define BRONZE_TYPE_CODE(T, c) template <> struct type_code<T> { static constexpr unsigned long long value = c; };
+BRONZE_TYPE_CODE(float, 1) BRONZE_TYPE_CODE(half, 2) BRONZE_TYPE_CODE(bfloat, 3) BRONZE_TYPE_CODE(double, 4)
+BRONZE_TYPE_CODE(char, 5) BRONZE_TYPE_CODE(signed char, 5) BRONZE_TYPE_CODE(unsigned char, 6)
+BRONZE_TYPE_CODE(short, 7) BRONZE_TYPE_CODE(unsigned short, 8) BRONZE_TYPE_CODE(int, 9)
+BRONZE_TYPE_CODE(unsigned int, 10) BRONZE_TYPE_CODE(long, 11) BRONZE_TYPE_CODE(long long, 11)
+BRONZE_TYPE_CODE(unsigned long, 12) BRONZE_TYPE_CODE(unsigned long long, 12) BRONZE_TYPE_CODE(bool, 13)
+#undef BRONZE_TYPE_CODE
+template <class T, int N> struct type_code<vec<T, N>> { static constexpr unsigned long long value = type_code<T>::value ? type_code<T>::value + 16 * N : 0; };
+template <class T, int N> struct type_code<packed_vec<T, N>> { static constexpr unsigned long long value = type_code<T>::value ? type_code<T>::value + 16 * N + 128 : 0; };
+template <class T> struct type_code<bronze_atomic<T>> { static constexpr unsigned long long value = type_code<T>::value ? type_code<T>::value + 256 : 0; };
+
+// `threadgroup T x = init;`: each thread stores the initial value.
+template <class T> inline void tg_store(T& dst, const T& src) { dst = src; }
+template <class T, int N> inline void tg_store(T (&dst)[N], const T (&src)[N]) { for (int i = 0; i < N; ++i) tg_store(dst[i], src[i]); }
+}  // namespace bronze_rt
 
 // Barriers, simdgroup functions and atomic operations, per compiler.
 #if BRONZE_CUDA

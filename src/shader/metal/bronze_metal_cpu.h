@@ -54,6 +54,18 @@ struct bronze_bounded {
   bronze_bounded operator-(int64_t d) const { return bronze_bounded(p - d, n + d, name, fault); }
   operator T*() const { return p; }  // passing on to helpers: unchecked there
 };
+namespace bronze_rt {
+// validate=True: a buffer slot as the kernel's bounds-checked parameter.
+template <class P> struct bounded_of;
+template <class T> struct bounded_of<bronze_bounded<T>> {
+  static bronze_bounded<T> make(void* a, uint64_t bytes, const char* name, bronze_fault* f) {
+    return bronze_bounded<T>((T*)a, bytes / sizeof(T), name, f);
+  }
+};
+template <class P> inline P bounded(void* a, uint64_t bytes, const char* name, bronze_fault* f) {
+  return bounded_of<P>::make(a, bytes, name, f);
+}
+}  // namespace bronze_rt
 
 
 // Fiber context switches. On x86-64 a dozen instructions save the
