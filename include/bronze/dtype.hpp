@@ -20,6 +20,9 @@ enum class DType : std::uint8_t {
   BFloat16,
   Float32,
   Float64,
+  UInt16,  // after the rest: the values above keep their numbers
+  UInt32,
+  UInt64,
 };
 
 std::size_t element_size(DType t);

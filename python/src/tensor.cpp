@@ -29,6 +29,9 @@ dl::dtype to_dl(DType t) {
     case DType::BFloat16: return {static_cast<std::uint8_t>(dl::dtype_code::Bfloat), 16, 1};
     case DType::Float32: return nb::dtype<float>();
     case DType::Float64: return nb::dtype<double>();
+    case DType::UInt16: return nb::dtype<std::uint16_t>();
+    case DType::UInt32: return nb::dtype<std::uint32_t>();
+    case DType::UInt64: return nb::dtype<std::uint64_t>();
   }
   throw Error("unknown dtype");
 }
@@ -41,6 +44,9 @@ DType from_dl(dl::dtype d) {
         break;
       case dl::dtype_code::UInt:
         if (d.bits == 8) return DType::UInt8;
+        if (d.bits == 16) return DType::UInt16;
+        if (d.bits == 32) return DType::UInt32;
+        if (d.bits == 64) return DType::UInt64;
         if (d.bits == 1) return DType::Bool;
         break;
       case dl::dtype_code::Int:
@@ -143,6 +149,9 @@ const char* typestr(DType t) {
     case DType::Float16: return "<f2";
     case DType::Float32: return "<f4";
     case DType::Float64: return "<f8";
+    case DType::UInt16: return "<u2";
+    case DType::UInt32: return "<u4";
+    case DType::UInt64: return "<u8";
     case DType::BFloat16: break;
   }
   throw TypeError("NumPy has no bfloat16; convert first, e.g. t.to(bronze.float32)");
@@ -208,6 +217,9 @@ void bind_tensor(nb::module_& m) {
       .value("bfloat16", DType::BFloat16)
       .value("float32", DType::Float32)
       .value("float64", DType::Float64)
+      .value("uint16", DType::UInt16)
+      .value("uint32", DType::UInt32)
+      .value("uint64", DType::UInt64)
       .def("__repr__", [](DType t) { return std::string("bronze.") + dtype_name(t); })
       .def("__str__", [](DType t) { return std::string("bronze.") + dtype_name(t); })
       .def_prop_ro("itemsize", [](DType t) { return element_size(t); })

@@ -26,6 +26,9 @@ decltype(auto) dispatch(DType t, F&& f) {
     case DType::BFloat16: return f(BFloat16{});
     case DType::Float32: return f(float{});
     case DType::Float64: return f(double{});
+    case DType::UInt16: return f(std::uint16_t{});
+    case DType::UInt32: return f(std::uint32_t{});
+    case DType::UInt64: return f(std::uint64_t{});
   }
   throw Error("unknown dtype");
 }

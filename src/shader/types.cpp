@@ -33,12 +33,12 @@ ScalarType scalar_type(const std::string& type_in) {
   } table[] = {
       {"float", DType::Float32, false},   {"half", DType::Float16, false},    {"bfloat", DType::BFloat16, false},
       {"double", DType::Float64, false},  {"int", DType::Int32, false},       {"int32_t", DType::Int32, false},
-      {"uint", DType::Int32, true},       {"uint32_t", DType::Int32, true},   {"unsigned", DType::Int32, true},
-      {"short", DType::Int16, false},     {"int16_t", DType::Int16, false},   {"ushort", DType::Int16, true},
-      {"uint16_t", DType::Int16, true},   {"char", DType::Int8, false},       {"int8_t", DType::Int8, false},
+      {"uint", DType::UInt32, true},      {"uint32_t", DType::UInt32, true},  {"unsigned", DType::UInt32, true},
+      {"short", DType::Int16, false},     {"int16_t", DType::Int16, false},   {"ushort", DType::UInt16, true},
+      {"uint16_t", DType::UInt16, true},   {"char", DType::Int8, false},       {"int8_t", DType::Int8, false},
       {"uchar", DType::UInt8, true},      {"uint8_t", DType::UInt8, true},    {"bool", DType::Bool, false},
-      {"long", DType::Int64, false},      {"int64_t", DType::Int64, false},   {"ulong", DType::Int64, true},
-      {"uint64_t", DType::Int64, true},   {"size_t", DType::Int64, true},
+      {"long", DType::Int64, false},      {"int64_t", DType::Int64, false},   {"ulong", DType::UInt64, true},
+      {"uint64_t", DType::UInt64, true},  {"size_t", DType::UInt64, true},
   };
   for (const auto& e : table)
     if (t == e.name) {

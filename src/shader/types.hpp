@@ -14,7 +14,7 @@ namespace bronze::shader {
 
 struct ScalarType {
   bool known = false;
-  DType dtype = DType::Float32;  // storage dtype (uint -> int32: same bits)
+  DType dtype = DType::Float32;  // the dtype of its elements
   bool is_unsigned = false;
   int lanes = 1;  // float4 -> 4
 };

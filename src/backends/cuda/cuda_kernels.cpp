@@ -67,6 +67,9 @@ const char* ctype(DType t) {
     case DType::BFloat16: return "bf16_t";
     case DType::Float32: return "float";
     case DType::Float64: return "double";
+    case DType::UInt16: return "unsigned short";
+    case DType::UInt32: return "unsigned int";
+    case DType::UInt64: return "unsigned long long";
   }
   return "?";
 }
