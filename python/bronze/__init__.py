@@ -38,7 +38,6 @@ from ._C import (  # noqa: F401  (re-exported API)
     host_visible_memory_stats,
     initial_seed,
     is_available,
-    manual_seed,
     memory_stats,
     mm,
     recommended_max_memory,
@@ -107,6 +106,21 @@ def set_per_process_memory_fraction(fraction, device=None):
     if not isinstance(fraction, float):
         raise TypeError(f"Invalid type for fraction argument, must be `float`, got {type(fraction).__name__}")
     _C._set_per_process_memory_fraction(fraction, device)
+
+
+def manual_seed(seed):
+    """Seeds every device's generator.
+
+    As torch.manual_seed: takes whatever int() takes; a negative seed wraps
+    to 64 bits; a seed outside [-2**63, 2**64) is a ValueError.
+    """
+    try:
+        seed = int(seed)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"manual_seed takes an integer seed, got {seed!r}") from e
+    if not -(2**63) <= seed < 2**64:
+        raise ValueError(f"seed must be in [-2**63, 2**64), got {seed}")
+    _C.manual_seed(seed % 2**64)
 
 
 _TORCH_INCLUDE = None

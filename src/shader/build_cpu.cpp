@@ -46,15 +46,43 @@ void check_stack_usage(const std::string& usage, const std::vector<SourceFile>& 
   }
 }
 
+namespace {
+// GCC's linker names a function called but never defined ("undefined
+// reference to `bronze_msl::helper(float)'"): the error goes to the first
+// call of it in the user's files instead.
+void raise_undefined_function(const std::string& diag, const ParsedSource& ps, const std::vector<SourceFile>& files) {
+  const std::string marker = "undefined reference to `";
+  std::size_t at = diag.find(marker);
+  if (at == std::string::npos) return;
+  std::string symbol = diag.substr(at + marker.size(), diag.find('\'', at + marker.size()) - at - marker.size());
+  std::string name = symbol.substr(0, symbol.find('('));
+  if (name.rfind("::") != std::string::npos) name = name.substr(name.rfind("::") + 2);
+  const auto& t = ps.tokens;
+  for (std::size_t i = 1; i + 1 < t.size(); ++i) {
+    // A call: the name, then '(', not after a type (that is a declaration).
+    if (t[i].text != name || t[i + 1].text != "(" || (t[i - 1].kind == Token::Ident && t[i - 1].text != "return"))
+      continue;
+    raise_compile_error(ps.files[t[i].file] + ":" + std::to_string(t[i].line) + ":" + std::to_string(t[i].col) +
+                            ": error: '" + name + "' is called but never defined (declared only: " + symbol + ")",
+                        files);
+  }
+}
+}  // namespace
+
 // Compiles a Metal unit for the host CPU; returns the shared object's path.
 std::string compile_cpu_object(const TranslationUnit& tu, const ParsedSource& ps, bool validate) {
   std::string cpp = rewrite_for_cpu(tu.text, ps, validate);
   auto r = jit::build_shared_object(
       cpp, {{"bronze_metal.h", embedded::bronze_metal_h}, {"bronze_metal_cpu.h", embedded::bronze_metal_cpu_h}},
       {"-std=c++17", "-O3", "-fPIC", "-shared", "-fvisibility=hidden", "-w", "-fno-exceptions", "-fno-math-errno",
-       "-fdiagnostics-color=never", "-DBRONZE_PRIVATE_BYTES=" + std::to_string(kMaxPrivateBytes)},
+       "-fdiagnostics-color=never", "-DBRONZE_PRIVATE_BYTES=" + std::to_string(kMaxPrivateBytes),
+       // Every function a kernel calls must be defined: an error now, not when loading.
+       "-Wl,-z,defs", "-lm"},
       [&](const std::string& usage) { check_stack_usage(usage, tu.files); });
-  if (r.so_path.empty()) raise_compile_error(r.diagnostics, tu.files);
+  if (r.so_path.empty()) {
+    raise_undefined_function(r.diagnostics, ps, tu.files);
+    raise_compile_error(r.diagnostics, tu.files);
+  }
   return r.so_path;
 }
 

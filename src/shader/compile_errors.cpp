@@ -9,6 +9,7 @@
 
 namespace bronze::shader {
 namespace {
+// The line with a caret under `col` (none when col is 0).
 std::string source_excerpt(const std::string& src, int line, int col) {
   std::size_t start = 0;
   for (int l = 1; l < line && start != std::string::npos; ++l) {
@@ -18,8 +19,9 @@ std::string source_excerpt(const std::string& src, int line, int col) {
   if (start == std::string::npos || line < 1) return "";
   std::string text = src.substr(start, src.find('\n', start) - start);
   std::string num = std::to_string(line);
-  return " " + num + " | " + text + "\n " + std::string(num.size(), ' ') + " | " +
-         std::string(std::max(col - 1, 0), ' ') + "^\n";
+  std::string out = " " + num + " | " + text + "\n";
+  if (col > 0) out += " " + std::string(num.size(), ' ') + " | " + std::string(col - 1, ' ') + "^\n";
+  return out;
 }
 
 std::vector<std::string> split_lines(const std::string& s) {
@@ -129,7 +131,16 @@ bool user_file(const std::string& name, const std::vector<SourceFile>& files) {
   }
   std::string excerpt;
   for (const SourceFile& f : files)
-    if (f.name == first.file) excerpt = source_excerpt(f.text, first.line, first.col);
+    if (f.name == first.file) {
+      if (f.expanded_lines.count(first.line) && first.col > 0) {
+        // The column is the macro expansion's: name the line alone.
+        std::string at = f.name + ":" + std::to_string(first.line) + ":" + std::to_string(first.col) + ":";
+        if (first.text.rfind(at, 0) == 0)
+          first.text = f.name + ":" + std::to_string(first.line) + ": (in a macro expansion)" + first.text.substr(at.size());
+        first.col = 0;
+      }
+      excerpt = source_excerpt(f.text, first.line, first.col);
+    }
   throw ShaderCompileError(first.text + "\n" + excerpt + rest, first.line, first.col);
 }
 

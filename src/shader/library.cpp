@@ -153,10 +153,25 @@ std::shared_ptr<detail::LibraryImpl> load_bronzelib_cuda(const Device& d, const 
   return shader::load_cuda_module(d, tu.text, ps, shader::compile_cuda_image(tu, ps, arch));
 }
 
+// The family's build for device d: built on first use.
+std::shared_ptr<detail::LibraryImpl> build_for(const std::shared_ptr<detail::LibraryFamily>& f, const Device& d) {
+  std::lock_guard<std::mutex> g(f->mu);
+  for (const auto& b : f->builds)
+    if (b->device == d) return b;
+  CompileOptions o;
+  o.validate = f->validate;
+  check_language(d, o);
+  auto lib = build_unit(d, f->unit, f->validate);
+  lib->family = f;
+  f->builds.push_back(lib);
+  return lib;
+}
+
 // A compiled library kept for the process, with the files read from disk
 // that went into it: an edited header makes the entry stale.
 struct HotEntry {
   std::shared_ptr<detail::LibraryImpl> lib;
+  std::shared_ptr<detail::LibraryFamily> family;  // keeps the other devices' builds
   std::vector<shader::DiskFile> disk_files;
 };
 }  // namespace
@@ -185,8 +200,15 @@ Library compile_shader(const std::string& source, const CompileOptions& options)
     e.lib = shader::build_cuda_source(d, source, source_name(options));
   } else {
     shader::TranslationUnit tu = shader::preprocess(source, source_options(options));
-    e.lib = build_unit(d, tu, options.validate);
-    e.disk_files = std::move(tu.disk_files);
+    e.disk_files = tu.disk_files;
+    if (options.device) {
+      e.lib = build_unit(d, tu, options.validate);
+    } else {  // built here now (errors surface at compile time), elsewhere on first use
+      e.family = std::make_shared<detail::LibraryFamily>();
+      e.family->unit = std::move(tu);
+      e.family->validate = options.validate;
+      e.lib = build_for(e.family, d);
+    }
   }
   std::lock_guard<std::mutex> g(mu);
   hot[key] = e;
@@ -273,6 +295,20 @@ std::size_t Kernel::static_thread_group_memory_length() const { return lib_->sta
 void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions& opts) const {
   const KernelInfo& ki = info();
   ki.check_arity(args.size());
+  if (auto family = lib_->family.lock()) {  // runs where its tensors are
+    const Tensor* on = nullptr;
+    for (const KernelArg& a : args)
+      if (const Tensor* t = a.tensor(); t && t->defined()) {
+        if (on && t->device() != on->device())
+          throw ValueError("kernel '" + ki.name + "' got tensors on " + on->device().str() + " and " +
+                           t->device().str() + "; one call runs on one device");
+        on = t;
+      }
+    if (on && on->device() != lib_->device) {
+      Kernel(build_for(family, on->device()), index_).dispatch(args, opts);
+      return;
+    }
+  }
   const std::size_t nargs = args.size();
   runtime::KernelLaunch l;
   l.name = ki.name.c_str();

@@ -1,6 +1,7 @@
 #include "shader/parser.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 
@@ -121,6 +122,10 @@ class Parser {
     }
     fail(t(open), std::string("no matching '") + c + "'");
   }
+  // A '<' that opens a template argument list: after a name. After
+  // anything else (`sizeof(T) < 8`, `2 < N`) it compares.
+  bool opens_template(std::size_t i) const { return t(i).text == "<" && i > 0 && t(i - 1).kind == Token::Ident; }
+
   // The '>' closing the template argument list opened at `open`; '<' and
   // '>' inside parentheses or brackets are comparisons and shifts.
   std::size_t match_angle(std::size_t open) const {
@@ -129,7 +134,7 @@ class Parser {
       const std::string& x = t(i).text;
       if (x == "(" || x == "[" || x == "{") ++paren;
       else if (x == ")" || x == "]" || x == "}") --paren;
-      else if (paren == 0 && x == "<") ++angle;
+      else if (paren == 0 && (i == open || opens_template(i))) ++angle;
       else if (paren == 0 && x == ">" && --angle == 0) return i;
       else if (paren == 0 && x == ";") break;
     }
@@ -181,7 +186,7 @@ class Parser {
       const std::string& x = k < end ? t(k).text : std::string();
       if (x == "(" || x == "[" || x == "{") ++depth;
       if (x == ")" || x == "]" || x == "}") --depth;
-      if (depth == 0 && x == "<") ++angle;
+      if (depth == 0 && k < end && opens_template(k)) ++angle;
       if (depth == 0 && x == ">" && angle > 0) --angle;
       if (k == end || (x == "," && depth == 0 && angle == 0)) {
         if (k > b) out.emplace_back(b, k);
@@ -200,6 +205,7 @@ class Parser {
       auto it = subst.find(x);
       if (it != subst.end() && t(k).kind == Token::Ident) x = it->second;
       bool glue = s.empty() || x == "::" || x == "," || x == ">" || x == "*" || x == "&" ||
+                  (x == "<" && (std::isalnum(static_cast<unsigned char>(s.back())) || s.back() == '_')) ||
                   (s.size() >= 2 && s.compare(s.size() - 2, 2, "::") == 0) || s.back() == '<';
       s += glue ? x : " " + x;
       if (x == ",") s += " ";
@@ -371,7 +377,7 @@ class Parser {
             templates_[def.qualified] = def;
             if (kernel) kernel_templates_[def.qualified] = def;
           } else if (kernel) {
-            add_kernel(host.empty() ? name : host, "::bronze_msl::" + def.qualified, def, {}, {});
+            add_kernel(host.empty() ? name : host, "&::bronze_msl::" + def.qualified, def, {}, {});
           }
         }
         return close + 1;
@@ -405,7 +411,7 @@ class Parser {
   std::size_t instantiation(std::size_t i, const std::string& ns) {
     std::string host;
     bool kernel = false;
-    std::size_t k = i + 1, name_at = 0, args_open = 0, args_close = 0;
+    std::size_t k = i + 1, name_at = 0, args_open = 0, args_close = 0, params_open = 0, params_close = 0;
     for (; t(k).kind != Token::End && t(k).text != ";"; ++k) {
       if (attribute_at(k)) {
         std::vector<std::string> attrs;
@@ -422,7 +428,8 @@ class Parser {
       }
       if (x == "(") {
         if (!name_at && t(k - 1).kind == Token::Ident) name_at = k - 1;  // deduced: f(params)
-        k = match(k, "(", ")");
+        if (!params_open) params_open = k;
+        k = params_close = match(k, "(", ")");
         continue;
       }
       if (x == "<" && t(k - 1).kind == Token::Ident) {
@@ -440,9 +447,19 @@ class Parser {
     std::string written = text(q, name_at + 1);
     const KernelDef* def = find_template(written, ns);
     if (!def || (!def->kernel && !kernel)) return end;
-    if (!args_open)
-      fail(t(name_at), "the instantiation of kernel '" + written + "' must name its template arguments (" + written +
-                           "<...>); bronze does not deduce them");
+    if (!args_open) {
+      // Template arguments deduced from the instantiation's parameter types:
+      // the compiler picks the specialization from the function type.
+      if (!params_open) return end;
+      std::string fn = text(i + 1, name_at, {}, plain_skip(i + 1, name_at)) + "(*)(";
+      auto ranges = split_commas(params_open + 1, params_close);
+      for (std::size_t r = 0; r < ranges.size(); ++r)
+        fn += (r ? ", " : "") + plain_type(ranges[r].first, ranges[r].second);
+      fn += ")";
+      std::string callee = "static_cast<" + fn + ">(&::bronze_msl::" + def->qualified + ")";
+      add_kernel(host.empty() ? def->name : host, callee, *def, {}, {});
+      return end;
+    }
     std::vector<std::string> args;
     for (auto [b, e] : split_commas(args_open + 1, args_close)) args.push_back(text(b, e));
     std::map<std::string, std::string> subst;
@@ -452,7 +469,7 @@ class Parser {
       if (a < args.size()) subst[p.name] = args[a];
       else if (!p.default_text.empty()) subst[p.name] = substitute(p.default_text, subst);
     }
-    std::string callee = "::bronze_msl::" + def->qualified + "<";
+    std::string callee = "&::bronze_msl::" + def->qualified + "<";
     for (std::size_t a = 0; a < args.size(); ++a) callee += (a ? ", " : "") + args[a];
     callee += ">";
     std::set<std::string> arg_refs;
@@ -461,6 +478,53 @@ class Parser {
     add_kernel(host.empty() ? def->name + "<" + text(args_open + 1, args_close) + ">" : host, callee, *def, subst,
                arg_refs);
     return end;
+  }
+
+  // The tokens of [b, e) that plain C++ does not have: attributes, Metal's
+  // address spaces, `kernel`.
+  std::set<std::size_t> plain_skip(std::size_t b, std::size_t e) const {
+    std::set<std::size_t> skip;
+    for (std::size_t k = b; k < e; ++k) {
+      const std::string& x = t(k).text;
+      if (attribute_at(k)) {
+        std::size_t end = match(k, "[", "]");
+        for (; k <= end; ++k) skip.insert(k);
+        --k;
+      } else if (x == "kernel" || x == "device" || x == "thread" || x == "threadgroup" || x == "constant" ||
+                 x == "threadgroup_imageblock") {
+        skip.insert(k);
+      }
+    }
+    return skip;
+  }
+
+  // A parameter's type as plain C++ ("const MLXConvParams<2>*"): address
+  // spaces and attributes dropped (`constant` is const), the name dropped.
+  std::string plain_type(std::size_t b, std::size_t e) const {
+    std::set<std::size_t> skip = plain_skip(b, e);
+    bool is_const = false, constant = false;
+    std::size_t name_at = 0;
+    int idents = 0;
+    for (std::size_t k = b; k < e; ++k) {
+      if (skip.count(k)) {
+        constant |= t(k).text == "constant";
+        continue;
+      }
+      const std::string& x = t(k).text;
+      if (x == "<") k = match_angle(k);
+      else if (x == "const") is_const = true;
+      else if (x == "=") break;
+      else if (t(k).kind == Token::Ident && t(k + 1).text != "::" && !is_qualifier(x)) {
+        if (!is_builtin_type(x)) name_at = k;
+        ++idents;
+      }
+    }
+    if (name_at && idents > 1) skip.insert(name_at);
+    for (std::size_t k = b; k < e; ++k)
+      if (t(k).text == "=") {
+        for (; k < e; ++k) skip.insert(k);
+      }
+    return (constant && !is_const ? "const " : "") + text(b, e, {}, skip);
   }
 
   // Substitutes template parameters in a default argument's text.

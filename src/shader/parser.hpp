@@ -27,7 +27,9 @@ struct ParsedParam {
 
 struct ParsedKernel {
   KernelInfo info;
-  // The C++ function to call, qualified: "full", "ns::add<float, 4>".
+  // The kernel function as a pointer expression, qualified:
+  // "&::bronze_msl::full", "&::bronze_msl::ns::add<float, 4>", or for
+  // deduced template arguments a static_cast to the instantiation's type.
   std::string callee;
   std::vector<ParsedParam> params;
   // C++ expressions for the bytes of each threadgroup array the kernel

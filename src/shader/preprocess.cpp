@@ -257,6 +257,7 @@ TranslationUnit preprocess(const std::string& source, const SourceOptions& o) {
   TranslationUnit tu;
   tu.files.push_back({o.filename, source});
   std::map<std::string, std::vector<std::string>> lines_of;  // raw name -> its comment-free lines
+  std::map<std::string, std::set<int>> expanded;             // display name -> lines a macro changed
   auto load = [&](const std::string& raw) -> const std::vector<std::string>* {
     if (!is_user_file(raw)) return nullptr;
     auto it = lines_of.find(raw);
@@ -315,14 +316,17 @@ TranslationUnit preprocess(const std::string& source, const SourceOptions& o) {
     // Where no macro changed a line, the user's own line (comments blanked)
     // keeps the columns that the preprocessor's spacing loses.
     if (orig && line >= 1 && static_cast<std::size_t>(line) <= orig->size() && !l.empty() &&
-        squeeze((*orig)[line - 1]) == squeeze(l))
+        squeeze((*orig)[line - 1]) == squeeze(l)) {
       out += (*orig)[line - 1];
-    else
+    } else {
       out += l;
+      if (orig && l.find_first_not_of(" \t") != std::string::npos) expanded[display(raw)].insert(line);
+    }
     out += '\n';
     ++line;
   }
   remove_tree(work);
+  for (SourceFile& f : tu.files) f.expanded_lines = std::move(expanded[f.name]);
   tu.text = std::move(out);
   return tu;
 }

@@ -8,6 +8,7 @@
 // files (inside a macro expansion: the line of the macro's use).
 #pragma once
 
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,6 +26,9 @@ struct SourceOptions {
 struct SourceFile {
   std::string name;  // as errors name it: the user's filename, a header's name, an include's path
   std::string text;
+  // Lines a macro expansion changed: a column there is the expansion's, so
+  // errors give the line alone.
+  std::set<int> expanded_lines;
 };
 
 // A file read from disk, to tell whether a cached translation unit is stale.

@@ -30,7 +30,7 @@ std::string attribute_expr(std::size_t k, std::size_t i, const KernelParam& p) {
 }
 
 std::string function_typedef(const ParsedKernel& pk, std::size_t k) {
-  return "typedef decltype(&" + pk.callee + ") " + function_type(k) + ";\n";
+  return "typedef decltype(" + pk.callee + ") " + function_type(k) + ";\n";
 }
 
 std::string layout_initializer(const ParsedKernel& pk, std::size_t k) {

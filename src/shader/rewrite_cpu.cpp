@@ -63,14 +63,14 @@ std::string rewrite_for_cpu(const std::string& unit, const ParsedSource& ps, boo
       flat = "  if (L->grid[1] == 1 && L->grid[2] == 1) {\n" + hoist +
              "    uint64_t begin = g0 * L->group[0], end = g1 * L->group[0];\n"
              "    if (end > L->grid[0]) end = L->grid[0];\n"
-             "    for (uint64_t i = begin; i < end; ++i) " + pk.callee + "(" + fargs + ");\n"
+             "    for (uint64_t i = begin; i < end; ++i) (" + pk.callee + ")(" + fargs + ");\n"
              "    return;\n  }\n";
     }
     out += function_typedef(pk, k);
     out += "extern \"C\" BRONZE_EXPORT void " + entry_symbol(k) +
            "(void* const* a, const bronze_launch* L, uint64_t g0, uint64_t g1) {\n"
            "  (void)a;\n" + flat +
-           "  auto bronze_body = [&](const bronze_rt::ids& id) { (void)id; " + pk.callee + "(" + args + "); };\n"
+           "  auto bronze_body = [&](const bronze_rt::ids& id) { (void)id; (" + pk.callee + ")(" + args + "); };\n"
            "  bronze_rt::" + (pk.info.cooperative ? "run_groups_cooperative" : "run_groups") +
            "(L, g0, g1, bronze_body);\n}\n";
     out += "extern \"C\" BRONZE_EXPORT const unsigned long long " + layout_symbol(k) + "[] = " +

@@ -34,7 +34,7 @@ std::string rewrite_for_cuda(const std::string& unit, const ParsedSource& ps) {
     out += "extern \"C\" __global__ void " + entry_symbol(k) + "(" + params + ") {\n"
            "  bronze_rt::ids id;\n"
            "  if (!bronze_rt::make_ids(L, id)) return;\n"
-           "  " + pk.callee + "(" + args + ");\n}\n";
+           "  (" + pk.callee + ")(" + args + ");\n}\n";
     out += "extern \"C\" __device__ const unsigned long long " + layout_symbol(k) + "[] = " +
            layout_initializer(pk, k) + ";\n";
   }

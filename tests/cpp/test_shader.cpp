@@ -101,7 +101,7 @@ TEST(Parser, TemplatesAndCooperation) {
   )", "t.metal");
   ASSERT_EQ(ps.kernels.size(), 2u);
   EXPECT_EQ(ps.kernels[0].info.name, "a_f");
-  EXPECT_EQ(ps.kernels[0].callee, "::bronze_msl::a<float>");
+  EXPECT_EQ(ps.kernels[0].callee, "&::bronze_msl::a<float>");
   EXPECT_EQ(ps.kernels[0].info.params[0].type, "float");
   EXPECT_TRUE(ps.kernels[0].info.cooperative);  // through helper -> reduce -> simd_sum
   EXPECT_EQ(ps.kernels[1].info.params[0].type, "half");
@@ -130,9 +130,10 @@ TEST(ShaderTypes, ScalarTypes) {
   EXPECT_TRUE(f4.known);
   EXPECT_EQ(f4.lanes, 4);
   EXPECT_EQ(f4.dtype, bronze::DType::Float32);
-  EXPECT_EQ(bronze::shader::scalar_type("uint32_t").dtype, bronze::DType::Int32);
+  EXPECT_EQ(bronze::shader::scalar_type("uint32_t").dtype, bronze::DType::UInt32);
+  EXPECT_EQ(bronze::shader::scalar_type("int").dtype, bronze::DType::Int32);
   EXPECT_EQ(bronze::shader::scalar_type("uint3").lanes, 3);
-  EXPECT_EQ(bronze::shader::scalar_type("atomic_uint").dtype, bronze::DType::Int32);
+  EXPECT_EQ(bronze::shader::scalar_type("atomic_uint").dtype, bronze::DType::UInt32);
   EXPECT_EQ(bronze::shader::scalar_type("packed_half3").lanes, 3);
   EXPECT_FALSE(bronze::shader::scalar_type("MyParams").known);
 }

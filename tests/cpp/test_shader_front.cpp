@@ -63,11 +63,11 @@ kernel void MAKE_NAME(copy, f32)(device const float* a, device float* b, uint i 
 )");
   EXPECT_EQ(names(ps), (std::vector<std::string>{"scale_float32", "scale_float16", "scale_wide", "copy_f32"}));
   const auto& s16 = kernel(ps, "scale_float16");
-  EXPECT_EQ(s16.callee, "::bronze_msl::scale<half>");  // the compiler fills N = 4
+  EXPECT_EQ(s16.callee, "&::bronze_msl::scale<half>");  // the compiler fills N = 4
   EXPECT_EQ(s16.info.params[0].type, "half");
   EXPECT_EQ(s16.info.params[1].kind, bronze::ParamKind::Scalar);
   EXPECT_TRUE(s16.info.params[1].read_only);
-  EXPECT_EQ(kernel(ps, "scale_wide").callee, "::bronze_msl::scale<float, 8>");
+  EXPECT_EQ(kernel(ps, "scale_wide").callee, "&::bronze_msl::scale<float, 8>");
   // The instantiation's kernel is reported at the line of the macro's use.
   EXPECT_EQ(s16.info.line, 7);
 }
@@ -110,14 +110,14 @@ template [[host_name("axpy_h")]] kernel void axpy<half>(constant Params&, device
 )");
   EXPECT_EQ(names(ps), (std::vector<std::string>{"axpy_h", "renamed"}));
   const auto& a = kernel(ps, "axpy_h");
-  EXPECT_EQ(a.callee, "::bronze_msl::ops::axpy<half>");
+  EXPECT_EQ(a.callee, "&::bronze_msl::ops::axpy<half>");
   ASSERT_EQ(a.info.params.size(), 4u);
   EXPECT_EQ(a.info.params[0].kind, bronze::ParamKind::Scalar);
   EXPECT_EQ(a.info.params[0].binding, 2);
   EXPECT_EQ(a.info.params[0].type, "Params");
   EXPECT_EQ(a.info.params[2].type, "float");  // the default argument, substituted
   EXPECT_EQ(a.info.params[3].kind, bronze::ParamKind::Attribute);  // unnamed
-  EXPECT_EQ(kernel(ps, "renamed").callee, "::bronze_msl::original");
+  EXPECT_EQ(kernel(ps, "renamed").callee, "&::bronze_msl::original");
 }
 
 TEST(ShaderFront, IncludesResolveAndKeepTheirFilesAndLines) {
@@ -185,4 +185,23 @@ template [[host_name("apply_copy")]] kernel void apply<Copy>(device float*, uint
 )");
   EXPECT_TRUE(kernel(ps, "apply_sum").info.cooperative);
   EXPECT_FALSE(kernel(ps, "apply_copy").info.cooperative);
+}
+
+// Template arguments deduced from the instantiation's own parameter types,
+// and '<' that compares inside template arguments (`sizeof(T) < 8`).
+TEST(ShaderFront, DeducedInstantiationsAndComparisonsInTemplateArguments) {
+  auto ps = front(R"(
+template <int N> struct Dims { int shape[N]; };
+template <typename T, metal::enable_if_t<sizeof(T) < 8, bool> = true>
+inline T narrow(T v) { return v; }
+template <typename T, int N>
+[[kernel]] void unfold(const device T* in [[buffer(0)]], const constant Dims<N>* d [[buffer(1)]],
+                       uint3 gid [[thread_position_in_grid]]) {}
+template [[host_name("unfold_f2")]] [[kernel]] void unfold(const device float* in [[buffer(0)]],
+    const constant Dims<2>* d [[buffer(1)]], uint3 gid [[thread_position_in_grid]]);
+)");
+  ASSERT_EQ(names(ps), (std::vector<std::string>{"unfold_f2"}));
+  EXPECT_EQ(ps.kernels[0].callee,
+            "static_cast<void(*)(const float*, const Dims<2>*, uint3)>(&::bronze_msl::unfold)");
+  EXPECT_EQ(ps.kernels[0].info.params[1].kind, bronze::ParamKind::Buffer);
 }

@@ -1,0 +1,300 @@
+"""The Metal front end from Python, as users of real kernel libraries meet it:
+includes (folders, in-memory headers, torch's c10/metal), macros, the call
+contract torch.mps's own tests check, libraries that follow their tensors.
+Kernels here are bronze's own, written in the style of MLX, llama.cpp and
+PyTorch's MPS kernels."""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import bronze
+
+CUDA = bronze.is_available("cuda")
+
+
+def test_include_dirs_relative_includes_and_a_header_edit_rebuilds(tmp_path):
+    inc = tmp_path / "inc"
+    (inc / "ops").mkdir(parents=True)
+    (inc / "ops" / "unary.h").write_text('#pragma once\n#include "detail.h"\ninline float op(float v) { return SCALE * v; }\n')
+    (inc / "ops" / "detail.h").write_text("#define SCALE 2.0f\n")  # found beside unary.h, not via include_dirs
+    src = ('#include <metal_stdlib>\n#include "ops/unary.h"\n'
+           "kernel void k(device float* x, uint i [[thread_position_in_grid]]) { x[i] = op(x[i]); }\n")
+    x = bronze.ones(4)
+    bronze.compile_shader(src, include_dirs=[inc]).k(x)
+    assert x.numpy().tolist() == [2.0] * 4
+    # An edited header is a different library: its content is part of the key.
+    (inc / "ops" / "detail.h").write_text("#define SCALE 3.0f  \n")
+    bronze.compile_shader(src, include_dirs=[str(inc)]).k(x)
+    assert x.numpy().tolist() == [6.0] * 4
+
+
+def test_the_source_files_folder_is_searched_first(tmp_path):
+    (tmp_path / "common.h").write_text("constant constexpr float kBias = 5.0f;\n")
+    path = tmp_path / "kernels.metal"
+    path.write_text('#include "common.h"\nkernel void k(device float* x) { x[0] = kBias; }\n')
+    x = bronze.zeros(1)
+    bronze.compile_shader(path.read_text(), filename=str(path)).k(x)
+    assert x.item() == 5.0
+
+
+def test_headers_and_defines():
+    headers = {"act.h": "#pragma once\ninline float act(float v) { return v > 0 ? v : ALPHA * v; }\n"}
+    src = '#include "act.h"\nkernel void leaky(device float* x, uint i [[thread_position_in_grid]]) { x[i] = act(x[i]); }\n'
+    x = bronze.tensor([-2.0, 4.0])
+    bronze.compile_shader(src, headers=headers, defines={"ALPHA": "0.5f"}).leaky(x)
+    assert x.numpy().tolist() == [-1.0, 4.0]
+
+
+def test_torch_metal_headers_resolve_from_an_installed_torch(tmp_path, monkeypatch):
+    # A stand-in torch package with the layout of PyTorch's wheels (include/c10/metal).
+    pkg = tmp_path / "site" / "torch"
+    (pkg / "include" / "c10" / "metal").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "include" / "c10" / "metal" / "utils.h").write_text(
+        "#pragma once\n#include <metal_stdlib>\nnamespace c10 { namespace metal {\n"
+        "template <typename T> inline T twice(T v) { return v + v; }\n}}\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.setattr(bronze, "_TORCH_INCLUDE", None)
+    sys.modules.pop("torch", None)
+    src = ("#include <c10/metal/utils.h>\n"
+           "kernel void k(device float* x, uint i [[thread_position_in_grid]]) { x[i] = c10::metal::twice(x[i]); }\n")
+    x = bronze.full((3,), 1.5)
+    bronze.compile_shader(src).k(x)
+    assert x.numpy().tolist() == [3.0] * 3
+    # Only c10/metal is reachable, not the rest of torch's include folder.
+    (pkg / "include" / "ATen.h").write_text("")
+    with pytest.raises(bronze.ShaderCompileError, match="ATen.h"):
+        bronze.compile_shader("#include <ATen.h>\n")
+
+
+# An MLX-style library: instantiation macros that build names from adjacent
+# literals, the decltype form, default template arguments, [[kernel]].
+MLX_STYLE = r"""
+#include <metal_stdlib>
+using namespace metal;
+#define instantiate_kernel(name, func, ...) \
+  template [[host_name(name)]] [[kernel]] decltype(func<__VA_ARGS__>) func<__VA_ARGS__>;
+template <typename T> struct Work { static constexpr int n = sizeof(T) < 4 ? 2 : 1; };
+template <typename T, typename U, int N = Work<T>::n>
+[[kernel]] void cast_v(device const T* in, device U* out, constant const uint& size,
+                       uint index [[thread_position_in_grid]]) {
+  index *= N;
+  for (int i = 0; i < N && index + i < size; ++i) out[index + i] = static_cast<U>(in[index + i]);
+}
+#define instantiate_cast(iname, itype, oname, otype) \
+  instantiate_kernel("cast_" #iname #oname, cast_v, itype, otype)
+instantiate_cast(float16, half, float32, float)
+instantiate_cast(float32, float, int32, int)
+#if defined(__HAVE_BFLOAT__)
+instantiate_cast(bfloat16, bfloat, float32, float)
+#endif
+"""
+
+
+def test_mlx_style_instantiations():
+    lib = bronze.compile_shader(MLX_STYLE)
+    assert sorted(dir(lib)) == ["cast_bfloat16float32", "cast_float16float32", "cast_float32int32"]
+    k = lib.cast_float16float32
+    assert [p["type"] for p in k.params[:3]] == ["half", "float", "uint"]
+    src = np.arange(6, dtype=np.float16)
+    out = np.zeros(6, dtype=np.float32)
+    k(src, out, 6, threads=3)  # N = 2 from the default argument: 3 threads cover 6 elements
+    bronze.synchronize()
+    assert out.tolist() == [0, 1, 2, 3, 4, 5]
+    i32 = np.zeros(4, dtype=np.int32)
+    lib.cast_float32int32(np.array([1.5, -2.5, 3.0, 7.9], dtype=np.float32), i32, 4)
+    bronze.synchronize()
+    assert i32.tolist() == [1, -2, 3, 7]
+
+
+# A llama.cpp-style file: #if choices, a kernel in #if 0, a typedef'd
+# kernel signature, host_name on a plain kernel, program-scope constants.
+GGML_STYLE = r"""
+#include <metal_stdlib>
+using namespace metal;
+#define N_SIMDWIDTH 32
+constexpr constant static float kvalues[4] = {-2.f, -1.f, 1.f, 2.f};
+typedef struct { int32_t ne00; float eps; } args_norm;
+#if 0
+kernel void kernel_disabled(device float* x) { x[0] = 1; }
+#endif
+typedef void (norm_t)(constant args_norm & args, device const float * src, device float * dst,
+                      uint tpitg [[thread_position_in_threadgroup]]);
+template <typename T>
+kernel void kernel_scale_sq(constant args_norm & args, device const T * src, device T * dst,
+                            uint tpitg [[thread_position_in_threadgroup]]) {
+  for (int i = tpitg; i < args.ne00; i += N_SIMDWIDTH) dst[i] = src[i] * src[i] * args.eps + kvalues[i % 4];
+}
+template [[host_name("kernel_scale_sq_f32")]] kernel norm_t kernel_scale_sq<float>;
+"""
+
+
+def test_ggml_style_file():
+    lib = bronze.compile_shader(GGML_STYLE)
+    assert dir(lib) == ["kernel_scale_sq_f32"]
+    src = np.arange(40, dtype=np.float32)
+    dst = np.zeros(40, dtype=np.float32)
+    args = np.array([40], dtype=np.int32).tobytes() + np.array([0.5], dtype=np.float32).tobytes()
+    lib.kernel_scale_sq_f32(args, src, dst, threads=32, group_size=32)
+    bronze.synchronize()
+    kv = np.array([-2, -1, 1, 2], dtype=np.float32)
+    np.testing.assert_allclose(dst, src * src * 0.5 + kv[np.arange(40) % 4])
+
+
+def test_kernels_named_like_the_generated_code_compile():
+    lib = bronze.compile_shader("""
+kernel void f(device float* a, uint L [[thread_position_in_grid]]) { a[L] = 1; }
+kernel void id(device float* a, uint i [[thread_position_in_grid]]) { a[i] += 1; }
+kernel void bronze_body(device float* a, uint g0 [[thread_position_in_grid]]) { a[g0] *= 3; }
+""")
+    x = bronze.zeros(3)
+    lib.f(x)
+    lib.id(x)
+    lib.bronze_body(x)
+    assert x.numpy().tolist() == [6.0] * 3
+
+
+def test_a_function_declared_but_never_defined_is_an_error_at_the_call():
+    src = "float helper(float v);\nkernel void k(device float* x) {\n  x[0] = helper(x[0]);\n}\n"
+    with pytest.raises(bronze.ShaderCompileError, match="never defined") as info:
+        bronze.compile_shader(src, device="cpu")
+    assert info.value.lineno == 3
+
+
+def test_errors_inside_macros_and_headers_name_the_users_line():
+    with pytest.raises(bronze.ShaderCompileError) as info:
+        bronze.compile_shader("#define K(n) kernel void n(device float* x) { x[0] = nope; }\n\nK(a)\n")
+    assert info.value.lineno == 3 and "shader.metal:3:" in str(info.value) and "K(a)" in str(info.value)
+    with pytest.raises(bronze.ShaderCompileError) as info:
+        bronze.compile_shader('#include "bad.h"\n', headers={"bad.h": "\n\ninline float g() { return nope; }\n"})
+    assert "bad.h:3:" in str(info.value) and info.value.lineno == 3
+
+
+def test_call_contract_of_torch_mps():
+    lib = bronze.compile_shader("""
+kernel void axpb(device float* y, constant float& a, constant half& b, constant int& n,
+                 uint i [[thread_position_in_grid]]) { if (int(i) < n) y[i] = a * y[i] + float(b); }
+""")
+    y = bronze.ones(4)
+    lib.axpb(y, bronze.tensor(2.0), np.float16(0.5), np.array(4))  # 0-d tensor, NumPy scalar, 0-d array
+    assert y.numpy().tolist() == [2.5] * 4
+    lib.axpb(y, 1.0, 1, 4, arg_casts={2: "fp16"})
+    assert y.numpy().tolist() == [3.5] * 4
+    with pytest.raises(ValueError, match="bytes"):  # an fp16 cast does not fit a float parameter
+        lib.axpb(y, 1.0, 1, 4, arg_casts="fp16")
+    with pytest.raises(RuntimeError, match="buffer") as info:
+        lib.axpb([1.0], 1.0, 1, 4)
+    assert isinstance(info.value, TypeError)
+    # The grid rounded up to whole threadgroups, the tail guarded by the kernel.
+    lib.axpb(y, 0.0, 1, 4, threads=64, group_size=32)
+    assert y.numpy().tolist() == [1.0] * 4
+
+
+def test_manual_seed_takes_what_int_takes():
+    bronze.manual_seed(np.int64(7))
+    a = bronze.rand(4).numpy()
+    bronze.manual_seed(7.0)
+    assert (bronze.rand(4).numpy() == a).all()
+    bronze.manual_seed("7")
+    assert bronze.initial_seed() == 7
+    bronze.manual_seed(-1)  # as torch: negative seeds wrap to 64 bits
+    assert bronze.initial_seed() == 2**64 - 1
+    with pytest.raises(ValueError):
+        bronze.manual_seed(2**64)
+    with pytest.raises(TypeError):
+        bronze.manual_seed(None)
+
+
+def test_unsigned_buffers_take_unsigned_arrays():
+    lib = bronze.compile_shader("""
+kernel void mix(device ushort* a, device uint* b, device ulong* c, device atomic_uint* n,
+                uint i [[thread_position_in_grid]]) {
+  a[i] = ushort(65535 - i); b[i] = 0xffffffffu - i; c[i] = ulong(i) << 40;
+  atomic_fetch_add_explicit(n, 1u, memory_order_relaxed);
+}""")
+    a, b, c = (bronze.zeros(4, dtype=d) for d in (bronze.uint16, bronze.uint32, bronze.uint64))
+    n = np.zeros(1, dtype=np.uint32)
+    lib.mix(a, b, c, n)
+    bronze.synchronize()
+    assert a.numpy().tolist() == [65535, 65534, 65533, 65532]
+    assert b.numpy().tolist() == [2**32 - 1 - i for i in range(4)]
+    assert c.numpy().tolist() == [i << 40 for i in range(4)]
+    assert n.tolist() == [4]
+    assert [p["type"] for p in lib.mix.params[:4]] == ["ushort", "uint", "ulong", "atomic_uint"]
+
+
+@pytest.mark.skipif(not CUDA, reason="needs a CUDA device")
+def test_a_library_follows_its_tensors_to_their_device():
+    lib = bronze.compile_shader("kernel void inc(device float* x, uint i [[thread_position_in_grid]]) { x[i] += 1; }",
+                                device=None)
+    cpu = bronze.zeros(4, device="cpu")
+    gpu = bronze.zeros(4, device="cuda")
+    lib.inc(cpu)
+    lib.inc(gpu)
+    lib.inc(gpu)
+    assert cpu.numpy().tolist() == [1.0] * 4
+    assert gpu.to("cpu").numpy().tolist() == [2.0] * 4
+    two = bronze.compile_shader("kernel void add(device float* a, device const float* b, uint i [[thread_position_in_grid]]) { a[i] += b[i]; }")
+    with pytest.raises(ValueError, match="one call runs on one device"):
+        two.add(cpu, gpu)
+    pinned = bronze.compile_shader("kernel void inc(device float* x) { x[0] += 1; }", device="cpu")
+    with pytest.raises(ValueError, match="the library on cpu"):
+        pinned.inc(gpu)
+
+
+def test_a_library_compiled_for_a_device_stays_there():
+    lib = bronze.compile_shader("kernel void inc(device float* x) { x[0] += 1; }", device="cpu")
+    assert str(lib.device) == "cpu:0" or str(lib.device) == "cpu"
+    x = bronze.zeros(1)
+    lib.inc(x)
+    assert x.item() == 1.0
+
+
+def test_kernel_in_if_zero_and_defined_twice_under_else():
+    lib = bronze.compile_shader("""
+#if 0
+kernel void k(device float* x) { x[0] = 1; }
+#else
+kernel void k(device float* x) { x[0] = 2; }
+#endif
+""")
+    x = bronze.zeros(1)
+    lib.k(x)
+    assert x.item() == 2.0
+
+
+def test_threadgroup_variable_with_initializer_and_sized_by_a_local_constant():
+    lib = bronze.compile_shader("""
+kernel void tg(device float* out, uint l [[thread_position_in_threadgroup]], uint g [[threadgroup_position_in_grid]]) {
+  constexpr int BLOCK = 8;
+  threadgroup float buf[BLOCK] = {0};
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  buf[l] = float(l + g);
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  out[g * BLOCK + l] = buf[(l + 1) % BLOCK];
+}""")
+    out = bronze.zeros(16)
+    lib.tg(out, threads=16, group_size=8)
+    exp = [float((l + 1) % 8 + g) for g in range(2) for l in range(8)]
+    assert out.numpy().tolist() == exp
+    assert lib.tg.static_thread_group_memory_length >= 32
+
+
+def test_deduced_instantiation_runs():
+    lib = bronze.compile_shader("""
+template <int N> struct Dims { int shape[N]; };
+template <typename T, int N>
+[[kernel]] void first_dim(const device T* in [[buffer(0)]], device T* out [[buffer(1)]],
+                          const constant Dims<N>* d [[buffer(2)]], uint i [[thread_position_in_grid]]) {
+  out[i] = in[i] * T(d->shape[0] + N);
+}
+template [[host_name("first_dim_f2")]] [[kernel]] void first_dim(const device float* in [[buffer(0)]],
+    device float* out [[buffer(1)]], const constant Dims<2>* d [[buffer(2)]], uint i [[thread_position_in_grid]]);
+""")
+    out = np.zeros(3, dtype=np.float32)
+    lib.first_dim_f2(np.ones(3, dtype=np.float32), out, np.array([5, 0], dtype=np.int32).tobytes())
+    bronze.synchronize()
+    assert out.tolist() == [7.0] * 3
