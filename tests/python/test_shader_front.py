@@ -298,3 +298,52 @@ template [[host_name("first_dim_f2")]] [[kernel]] void first_dim(const device fl
     lib.first_dim_f2(np.ones(3, dtype=np.float32), out, np.array([5, 0], dtype=np.int32).tobytes())
     bronze.synchronize()
     assert out.tolist() == [7.0] * 3
+
+
+# Apple's internal intrinsics as MLX's headers call them, and the simdgroup
+# functions they reach: bronze's own kernel in that style.
+INTRINSICS = r"""
+#include <metal_stdlib>
+using namespace metal;
+#define fwd_math(name) METAL_FUNC float my_##name(float x) { return __metal_##name(x, __METAL_MAYBE_FAST_MATH__); }
+fwd_math(fabs) fwd_math(sinpi) fwd_math(cospi) fwd_math(exp10) fwd_math(log1p)
+kernel void lanes(device float* math [[buffer(0)]], device int* shf [[buffer(1)]],
+                  uint l [[thread_index_in_simdgroup]]) {
+  float x = float(l) - 15.5f;
+  math[l * 5 + 0] = my_fabs(x);
+  math[l * 5 + 1] = my_sinpi(x / 8);
+  math[l * 5 + 2] = my_cospi(x / 8);
+  math[l * 5 + 3] = my_exp10(x / 16);
+  math[l * 5 + 4] = __metal_fmax3(x, 2.0f, -x, __METAL_PRECISE_MATH__);
+  int v = int(l), f = 100 + int(l);
+  shf[l * 7 + 0] = simd_shuffle_and_fill_down(v, f, ushort(3));
+  shf[l * 7 + 1] = simd_shuffle_and_fill_up(v, f, ushort(5), ushort(8));
+  shf[l * 7 + 2] = simd_shuffle_rotate_up(v, ushort(2));
+  shf[l * 7 + 3] = simd_and(v | 64);
+  shf[l * 7 + 4] = simd_or(v);
+  shf[l * 7 + 5] = simd_xor(v);
+  shf[l * 7 + 6] = simd_prefix_inclusive_product(l < 4 ? 2 : 1);
+}
+"""
+
+
+def test_metal_intrinsics_and_simdgroup_permutations():
+    lib = bronze.compile_shader(INTRINSICS)
+    math = bronze.zeros(32 * 5)
+    shf = bronze.zeros(32 * 7, dtype=bronze.int32)
+    lib.lanes(math, shf, threads=32, group_size=32)
+    m = math.to("cpu").numpy().reshape(32, 5)
+    s = shf.to("cpu").numpy().reshape(32, 7)
+    x = np.arange(32, dtype=np.float32) - 15.5
+    np.testing.assert_allclose(m[:, 0], np.abs(x))
+    np.testing.assert_allclose(m[:, 1], np.sin(np.pi * x / 8), atol=2e-6)
+    np.testing.assert_allclose(m[:, 2], np.cos(np.pi * x / 8), atol=2e-6)
+    np.testing.assert_allclose(m[:, 3], 10 ** (x / 16), rtol=2e-6)
+    np.testing.assert_allclose(m[:, 4], np.maximum(np.abs(x), 2))
+    lane = np.arange(32)
+    np.testing.assert_array_equal(s[:, 0], np.where(lane + 3 < 32, lane + 3, 100 + lane + 3 - 32))
+    seg, j = lane // 8 * 8, lane % 8
+    np.testing.assert_array_equal(s[:, 1], np.where(j >= 5, seg + j - 5, 100 + seg + j + 8 - 5))
+    np.testing.assert_array_equal(s[:, 2], (lane - 2) % 32)
+    assert (s[:, 3] == 64).all() and (s[:, 4] == 31).all() and (s[:, 5] == 0).all()
+    np.testing.assert_array_equal(s[:, 6], 2 ** np.minimum(lane + 1, 4))

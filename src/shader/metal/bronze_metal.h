@@ -319,11 +319,11 @@ BRONZE_VEC_TYPES(bool) BRONZE_VEC_TYPES(long) BRONZE_VEC_TYPES(ulong) BRONZE_VEC
 namespace metal {
 template <class T> using elem_t = typename vec_traits<T>::elem;
 
+// No bfloat overloads, as in Metal: a bfloat argument converts to float.
 #define BRONZE_MATH1(name, f32, f64)                                                               \
   inline float name(float x) { return f32(x); }                                                     \
   inline half name(half x) { return (half)f32((float)x); }                                          \
   inline double name(double x) { return f64(x); }                                                  \
-  inline float name(bfloat x) { return f32((float)x); }                                             \
   template <class T, int N> inline vec<T, N> name(vec<T, N> v) { for (int i = 0; i < N; ++i) v.s[i] = T(name(v.s[i])); return v; }
 BRONZE_MATH1(sqrt, BRONZE_M(sqrtf), BRONZE_M(sqrt))
 BRONZE_MATH1(exp, BRONZE_M(expf), BRONZE_M(exp))
@@ -347,10 +347,20 @@ BRONZE_MATH1(rint, BRONZE_M(rintf), BRONZE_M(rint))
 BRONZE_MATH1(trunc, BRONZE_M(truncf), BRONZE_M(trunc))
 BRONZE_MATH1(erf, BRONZE_M(erff), BRONZE_M(erf))
 BRONZE_MATH1(fabs, BRONZE_M(fabsf), BRONZE_M(fabs))
+BRONZE_MATH1(asinh, BRONZE_M(asinhf), BRONZE_M(asinh))
+BRONZE_MATH1(acosh, BRONZE_M(acoshf), BRONZE_M(acosh))
+BRONZE_MATH1(atanh, BRONZE_M(atanhf), BRONZE_M(atanh))
+BRONZE_MATH1(log1p, BRONZE_M(log1pf), BRONZE_M(log1p))
+BRONZE_MATH1(expm1, BRONZE_M(expm1f), BRONZE_M(expm1))
+BRONZE_MATH1(cbrt, BRONZE_M(cbrtf), BRONZE_M(cbrt))
+BRONZE_MATH1(exp10, BRONZE_M(exp10f), BRONZE_M(exp10))
 #undef BRONZE_MATH1
+// sin(pi x), cos(pi x), tan(pi x): exact at integers and half-integers.
+template <class T> inline T sinpi(T x) { return T(sin(float(x - 2 * rint(x / 2)) * 3.14159265358979f)); }
+template <class T> inline T cospi(T x) { return sinpi(T(x + T(0.5f))); }
+template <class T> inline T tanpi(T x) { return T(float(sinpi(x)) / float(cospi(x))); }
 inline float rsqrt(float x) { return 1.0f / BRONZE_M(sqrtf)(x); }
 inline half rsqrt(half x) { return (half)(1.0f / BRONZE_M(sqrtf)((float)x)); }
-inline float rsqrt(bfloat x) { return 1.0f / BRONZE_M(sqrtf)((float)x); }
 template <class T, int N> inline vec<T, N> rsqrt(vec<T, N> v) { for (int i = 0; i < N; ++i) v.s[i] = T(rsqrt(v.s[i])); return v; }
 template <class T> inline T fract(T x) { return x - floor(x); }
 template <class T> inline T sign(T x) { return T((elem_t<T>(0) < x) - (x < elem_t<T>(0))); }
@@ -368,6 +378,16 @@ template <class T, int N> inline vec<T, N> max(vec<T, N> a, T b) { return max(a,
 template <class T, int N> inline vec<T, N> min(vec<T, N> a, T b) { return min(a, vec<T, N>(b)); }
 template <class T> inline T fmax(T a, T b) { return max(a, b); }
 template <class T> inline T fmin(T a, T b) { return min(a, b); }
+template <class T> inline T max3(T a, T b, T c) { return max(max(a, b), c); }
+template <class T> inline T min3(T a, T b, T c) { return min(min(a, b), c); }
+template <class T> inline T median3(T a, T b, T c) { return max(min(a, b), min(max(a, b), c)); }
+template <class T> inline T fmax3(T a, T b, T c) { return max3(a, b, c); }
+template <class T> inline T fmin3(T a, T b, T c) { return min3(a, b, c); }
+template <class T> inline T fmedian3(T a, T b, T c) { return median3(a, b, c); }
+template <class T> inline T fdim(T a, T b) { return a > b ? T(a - b) : T(0); }
+inline float nextafter(float a, float b) { return BRONZE_M(nextafterf)(a, b); }
+inline float frexp(float x, int& e) { return BRONZE_M(frexpf)(x, &e); }
+inline float ldexp(float x, int e) { return BRONZE_M(ldexpf)(x, e); }
 template <class T, class L, class H> inline T clamp(T x, L lo, H hi) { return min(max(x, T(lo)), T(hi)); }
 template <class T> inline T saturate(T x) { return clamp(x, T(0), T(1)); }
 template <class T> inline T mix(T a, T b, elem_t<T> t) { return a + (b - a) * t; }
@@ -552,4 +572,66 @@ template <class T, int N> inline void tg_store(T (&dst)[N], const T (&src)[N]) {
 #include "bronze_metal_cpu.h"
 #endif
 using namespace metal;
+
+// Apple's compiler-internal intrinsics, which some libraries call directly
+// (MLX: __metal_fabs(x, __METAL_MAYBE_FAST_MATH__)): each is the library
+// function of that name; a trailing math-mode argument is dropped.
+namespace bronze_rt {
+struct math_mode {};
+}  // namespace bronze_rt
+#define __METAL_MAYBE_FAST_MATH__ ::bronze_msl::bronze_rt::math_mode()
+#define __METAL_FAST_MATH__ ::bronze_msl::bronze_rt::math_mode()
+#define __METAL_PRECISE_MATH__ ::bronze_msl::bronze_rt::math_mode()
+// One arity per name: EDG (NVRTC) checks a call's argument count where the
+// template is defined.
+#define BRONZE_INTRINSIC1(name)                                                                          \
+  template <class A> inline auto __metal_##name(A a) -> decltype(metal::name(a)) { return metal::name(a); } \
+  template <class A> inline auto __metal_##name(A a, bronze_rt::math_mode) -> decltype(metal::name(a)) {    \
+    return metal::name(a);                                                                               \
+  }
+#define BRONZE_INTRINSIC2(name)                                                                          \
+  template <class A, class B> inline auto __metal_##name(A a, B b) -> decltype(metal::name(a, b)) {      \
+    return metal::name(a, b);                                                                            \
+  }                                                                                                      \
+  template <class A, class B>                                                                            \
+  inline auto __metal_##name(A a, B b, bronze_rt::math_mode) -> decltype(metal::name(a, b)) {            \
+    return metal::name(a, b);                                                                            \
+  }
+#define BRONZE_INTRINSIC3(name)                                                                          \
+  template <class A, class B, class C>                                                                   \
+  inline auto __metal_##name(A a, B b, C c) -> decltype(metal::name(a, b, c)) {                          \
+    return metal::name(a, b, c);                                                                         \
+  }                                                                                                      \
+  template <class A, class B, class C>                                                                   \
+  inline auto __metal_##name(A a, B b, C c, bronze_rt::math_mode) -> decltype(metal::name(a, b, c)) {    \
+    return metal::name(a, b, c);                                                                         \
+  }
+#define BRONZE_INTRINSIC4(name)                                                                          \
+  BRONZE_INTRINSIC3(name)                                                                                \
+  template <class A, class B, class C, class D>                                                          \
+  inline auto __metal_##name(A a, B b, C c, D d) -> decltype(metal::name(a, b, c, d)) {                  \
+    return metal::name(a, b, c, d);                                                                      \
+  }
+#define BRONZE_UNARY(X)                                                                                  \
+  X(fabs) X(acos) X(acosh) X(asin) X(asinh) X(atan) X(atanh) X(ceil) X(cos) X(cosh) X(cospi) X(exp)        \
+  X(exp10) X(exp2) X(floor) X(fract) X(log) X(log10) X(log2) X(log1p) X(expm1) X(cbrt) X(rint) X(round)    \
+  X(rsqrt) X(sin) X(sinh) X(sinpi) X(sqrt) X(tan) X(tanh) X(tanpi) X(trunc) X(simd_sum) X(simd_product)    \
+  X(simd_max) X(simd_min) X(simd_and) X(simd_or) X(simd_xor) X(simd_prefix_inclusive_sum)                   \
+  X(simd_prefix_exclusive_sum) X(simd_prefix_inclusive_product) X(simd_prefix_exclusive_product)
+#define BRONZE_BINARY(X)                                                                                 \
+  X(atan2) X(divide) X(fmax) X(fmin) X(fmod) X(nextafter) X(pow) X(powr) X(ldexp) X(simd_broadcast)       \
+  X(simd_shuffle) X(simd_shuffle_up) X(simd_shuffle_down) X(simd_shuffle_xor) X(simd_shuffle_rotate_up)     \
+  X(simd_shuffle_rotate_down)
+BRONZE_UNARY(BRONZE_INTRINSIC1)
+BRONZE_BINARY(BRONZE_INTRINSIC2)
+BRONZE_INTRINSIC3(fma) BRONZE_INTRINSIC3(fmax3) BRONZE_INTRINSIC3(fmin3) BRONZE_INTRINSIC3(fmedian3)
+BRONZE_INTRINSIC4(simd_shuffle_and_fill_up) BRONZE_INTRINSIC4(simd_shuffle_and_fill_down)
+#undef BRONZE_UNARY
+#undef BRONZE_BINARY
+#undef BRONZE_INTRINSIC1
+#undef BRONZE_INTRINSIC2
+#undef BRONZE_INTRINSIC3
+#undef BRONZE_INTRINSIC4
+template <class A> inline A __metal_frexp(A x, int* e) { return metal::frexp(x, *e); }
+template <class T> inline T __metal_get_simdgroup_size(T) { return T(32); }
 }  // namespace bronze_msl

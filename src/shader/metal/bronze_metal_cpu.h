@@ -445,6 +445,22 @@ template <class T> inline T simd_prefix_inclusive_sum(T x) {
   for (uint l = 0; l <= lane; ++l) if (BRONZE_ACTIVE(l)) r += bronze_rt::slot(b, l);
   return r;
 }
+template <class T> inline T simd_prefix_inclusive_product(T x) {
+  BRONZE_SIMD_BEGIN(T, x)
+  T r = T(1);
+  for (uint l = 0; l <= lane; ++l) if (BRONZE_ACTIVE(l)) r *= bronze_rt::slot(b, l);
+  return r;
+}
+#define BRONZE_SIMD_BITS(name, op)                                                          \
+  template <class T> inline T name(T x) {                                                   \
+    BRONZE_SIMD_BEGIN(T, x)                                                                 \
+    T r = bronze_rt::slot(b, (uint)__builtin_ctz(active));                                  \
+    for (uint l = __builtin_ctz(active) + 1; l < 32; ++l)                                   \
+      if (BRONZE_ACTIVE(l)) r = T(r op bronze_rt::slot(b, l));                              \
+    return r;                                                                               \
+  }
+BRONZE_SIMD_BITS(simd_and, &) BRONZE_SIMD_BITS(simd_or, |) BRONZE_SIMD_BITS(simd_xor, ^)
+#undef BRONZE_SIMD_BITS
 template <class T> inline T simd_prefix_exclusive_product(T x) {
   BRONZE_SIMD_BEGIN(T, x)
   T r = T(1);
@@ -459,7 +475,26 @@ template <class T> inline T simd_broadcast(T x, ushort src) { BRONZE_SIMD_BEGIN(
 template <class T> inline T simd_shuffle_down(T x, ushort d) { BRONZE_SIMD_BEGIN(T, x) return bronze_lane_or_self(b, active, lane + d, x); }
 template <class T> inline T simd_shuffle_up(T x, ushort d) { BRONZE_SIMD_BEGIN(T, x) return lane >= d ? bronze_lane_or_self(b, active, lane - d, x) : x; }
 template <class T> inline T simd_shuffle_xor(T x, ushort m) { BRONZE_SIMD_BEGIN(T, x) return bronze_lane_or_self(b, active, lane ^ m, x); }
+template <class T> inline T simd_shuffle_rotate_up(T x, ushort d) { BRONZE_SIMD_BEGIN(T, x) return bronze_lane_or_self(b, active, (lane + 32 - d % 32) % 32, x); }
 template <class T> inline T simd_shuffle_rotate_down(T x, ushort d) { BRONZE_SIMD_BEGIN(T, x) return bronze_lane_or_self(b, active, (lane + d) % 32, x); }
+// data from lane + delta within each `modulo`-lane segment, past its end
+// `fill` from the segment's start (up: data from lane - delta, before the
+// start `fill` from the segment's end).
+template <class T> struct bronze_fill_pair { T data, fill; };
+template <class T> inline T simd_shuffle_and_fill_down(T data, T fill, ushort delta, ushort modulo = 32) {
+  BRONZE_SIMD_BEGIN(bronze_fill_pair<T>, (bronze_fill_pair<T>{data, fill}))
+  uint seg = lane / modulo * modulo, i = lane % modulo + delta;
+  uint src = seg + (i < modulo ? i : i - modulo);
+  if (src >= 32 || !BRONZE_ACTIVE(src)) return data;
+  return i < modulo ? bronze_rt::slot(b, src).data : bronze_rt::slot(b, src).fill;
+}
+template <class T> inline T simd_shuffle_and_fill_up(T data, T fill, ushort delta, ushort modulo = 32) {
+  BRONZE_SIMD_BEGIN(bronze_fill_pair<T>, (bronze_fill_pair<T>{data, fill}))
+  uint seg = lane / modulo * modulo, j = lane % modulo;
+  uint src = seg + (j >= delta ? j - delta : j + modulo - delta);
+  if (src >= 32 || !BRONZE_ACTIVE(src)) return data;
+  return j >= delta ? bronze_rt::slot(b, src).data : bronze_rt::slot(b, src).fill;
+}
 template <class T> inline T simd_broadcast_first(T x) {
   BRONZE_SIMD_BEGIN(T, x)
   return bronze_lane_or_self(b, active, active ? (uint)__builtin_ctz(active) : 0u, x);

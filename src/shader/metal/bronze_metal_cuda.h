@@ -141,6 +141,12 @@ template <class T> inline T simd_prefix_inclusive_sum(T x) {
 template <class T> inline T simd_prefix_exclusive_sum(T x) {
   return bronze_rt::scan(x, [](T a, T b) { return T(a + b); }, T(0), false);
 }
+template <class T> inline T simd_prefix_inclusive_product(T x) {
+  return bronze_rt::scan(x, [](T a, T b) { return T(a * b); }, T(1), true);
+}
+template <class T> inline T simd_and(T x) { return bronze_rt::reduce(x, [](T a, T b) { return T(a & b); }); }
+template <class T> inline T simd_or(T x) { return bronze_rt::reduce(x, [](T a, T b) { return T(a | b); }); }
+template <class T> inline T simd_xor(T x) { return bronze_rt::reduce(x, [](T a, T b) { return T(a ^ b); }); }
 template <class T> inline T simd_prefix_exclusive_product(T x) {
   return bronze_rt::scan(x, [](T a, T b) { return T(a * b); }, T(1), false);
 }
@@ -152,8 +158,26 @@ template <class T> inline T simd_shuffle_up(T x, ushort d) {
   return bronze_rt::from_lane(x, me >= d ? me - d : me);
 }
 template <class T> inline T simd_shuffle_xor(T x, ushort m) { return bronze_rt::from_lane(x, bronze_rt::lane() ^ m); }
+template <class T> inline T simd_shuffle_rotate_up(T x, ushort d) {
+  return bronze_rt::from_lane(x, (bronze_rt::lane() + 32u - d % 32u) % 32u);
+}
 template <class T> inline T simd_shuffle_rotate_down(T x, ushort d) {
   return bronze_rt::from_lane(x, (bronze_rt::lane() + d) % 32u);
+}
+// data from lane + delta within each `modulo`-lane segment, past its end
+// `fill` from the segment's start (up: the mirror image). Both shuffles run
+// on every lane: a warp shuffle needs all of them.
+template <class T> inline T simd_shuffle_and_fill_down(T data, T fill, ushort delta, ushort modulo = 32) {
+  uint me = bronze_rt::lane(), seg = me / modulo * modulo, i = me % modulo + delta;
+  T a = bronze_rt::from_lane(data, seg + (i < modulo ? i : 0));
+  T f = bronze_rt::from_lane(fill, seg + (i < modulo ? 0 : i - modulo));
+  return i < modulo ? a : f;
+}
+template <class T> inline T simd_shuffle_and_fill_up(T data, T fill, ushort delta, ushort modulo = 32) {
+  uint me = bronze_rt::lane(), seg = me / modulo * modulo, j = me % modulo;
+  T a = bronze_rt::from_lane(data, seg + (j >= delta ? j - delta : 0));
+  T f = bronze_rt::from_lane(fill, seg + (j >= delta ? 0 : j + modulo - delta));
+  return j >= delta ? a : f;
 }
 template <class T> inline T simd_broadcast_first(T x) {
   return bronze_rt::from_lane(x, (uint)bronze_rt::first_lane(__activemask()));
