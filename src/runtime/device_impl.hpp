@@ -12,6 +12,7 @@
 #include "bronze/scalar.hpp"
 #include "runtime/allocator.hpp"
 #include "runtime/generator.hpp"
+#include "runtime/shader_module.hpp"
 #include "runtime/stream_impl.hpp"
 #include "runtime/view.hpp"
 
@@ -64,18 +65,6 @@ struct KernelLaunch {
   std::vector<std::shared_ptr<void>> keepalive;  // buffers and the library
 };
 
-// A kernel of a loaded GPU module: the symbol asked for, what was found.
-struct ModuleKernel {
-  std::string symbol;                 // in: the entry's (lowered) name
-  std::string sizes_symbol;           // in, optional: a __device__ array of nsizes uint64
-  std::size_t nsizes = 0;
-  const void* entry = nullptr;        // out: the backend's function handle
-  int max_threads = 0;                // out: threads per group it can launch with
-  std::size_t static_shared_bytes = 0;
-  std::vector<std::uint64_t> sizes;   // out: the sizes array
-  std::vector<std::size_t> param_sizes;  // out: each parameter's bytes, where the driver tells
-};
-
 class DeviceImpl {
  public:
   virtual ~DeviceImpl() = default;
@@ -108,10 +97,11 @@ class DeviceImpl {
   // out (m x n) = a (m x k) @ b (k x n), all of one floating dtype.
   virtual void matmul(StreamImpl& s, const View& out, const View& a, const View& b) = 0;
   virtual void launch(StreamImpl& s, KernelLaunch&& l) = 0;
-  // GPU backends: sm_XY as XY (0 on the CPU), and loading a compiled module
-  // (cubin, PTX or fatbin), which stays loaded for the process.
+  // GPU backends: sm_XY as XY (0 on the CPU).
   virtual int gpu_arch() const { return 0; }
-  virtual void load_module(const std::vector<char>& image, std::vector<ModuleKernel>& kernels);
+  // Loads a module the device's backend built (shader_module.hpp), or on a
+  // GPU a cubin, PTX or fatbin; it stays loaded for the process.
+  virtual void load_module(const ModuleObject& object, std::vector<ModuleKernel>& kernels) = 0;
   // Host <-> device transfers of contiguous bytes, queued on `s`.
   virtual void copy_from_host(StreamImpl& s, void* dst, const void* src, std::size_t n,
                               std::shared_ptr<void> keepalive) = 0;

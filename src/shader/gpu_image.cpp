@@ -1,18 +1,17 @@
 #include "shader/gpu_image.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "bronze/error.hpp"
-#include "jit/sha256.hpp"
-#include "runtime/device_impl.hpp"
 
 namespace bronze::shader {
-namespace {
 bool is_ptx(const std::uint8_t* p, std::size_t n) {
   std::string head(reinterpret_cast<const char*>(p), std::min<std::size_t>(n, 4096));
   return head.find(".version") != std::string::npos && head.find(".target") != std::string::npos;
 }
 
+namespace {
 // ".param .u64 .ptr .global .align 4 name" -> (type, name, array bytes)
 KernelParam ptx_param(const std::string& decl, int binding) {
   KernelParam p;
@@ -95,42 +94,6 @@ std::vector<CudaKernel> parse_ptx_entries(const std::string& ptx) {
   }
   if (out.empty()) throw ValueError("the PTX module declares no .entry kernel");
   return out;
-}
-
-std::shared_ptr<detail::LibraryImpl> load_gpu_image(const Device& d, const std::vector<std::uint8_t>& bytes,
-                                                    const std::string& signatures) {
-  std::vector<char> image(bytes.begin(), bytes.end());
-  std::vector<CudaKernel> kernels;
-  if (!signatures.empty()) {
-    kernels = parse_cuda_kernels(signatures, "signatures");
-  } else if (is_ptx(bytes.data(), bytes.size())) {
-    kernels = parse_ptx_entries(std::string(image.begin(), image.end()));
-  } else {
-    throw ValueError("a cubin or fatbin does not say its kernels' parameter types: pass signatures= with their "
-                     "CUDA declarations, e.g. '__global__ void k(float* y, float a);'");
-  }
-  if (image.empty() || image.back() != '\0') image.push_back('\0');  // PTX is read as a C string
-  std::vector<runtime::ModuleKernel> mk(kernels.size());
-  for (std::size_t k = 0; k < kernels.size(); ++k) mk[k].symbol = kernels[k].info.name;
-  runtime::device_impl(d).load_module(image, mk);
-  auto lib = std::make_shared<detail::LibraryImpl>();
-  lib->device = d;
-  lib->hash = jit::Sha256().update(bytes.data(), bytes.size()).hex().substr(0, 16);
-  lib->launch_record = false;
-  for (std::size_t k = 0; k < kernels.size(); ++k) {
-    KernelInfo info = std::move(kernels[k].info);
-    if (!mk[k].param_sizes.empty() && mk[k].param_sizes.size() != info.params.size())
-      throw ValueError("kernel '" + info.name + "' takes " + std::to_string(mk[k].param_sizes.size()) +
-                       " parameters in the module; its signature names " + std::to_string(info.params.size()));
-    for (auto& p : info.params)
-      if (p.by_value && static_cast<std::size_t>(p.binding) < mk[k].param_sizes.size())
-        p.size = mk[k].param_sizes[p.binding];
-    lib->kernels.push_back(std::move(info));
-    lib->entries.push_back(mk[k].entry);
-    lib->static_tg_bytes.push_back(mk[k].static_shared_bytes);
-    lib->max_threads.push_back(mk[k].max_threads);
-  }
-  return lib;
 }
 
 }  // namespace bronze::shader

@@ -1,11 +1,9 @@
-// The metal_stdlib emulation headers, embedded into libbronze at build time
-// (src/shader/metal/*.h) and written beside each kernel the CPU JIT compiles.
+// The metal_stdlib emulation that every generated unit includes, embedded
+// into libbronze at build time (src/shader/metal/bronze_metal.h); each
+// backend adds its own device header (barriers, simdgroup functions,
+// atomics) beside it.
 #pragma once
 
-namespace bronze::shader::embedded {
+namespace bronze::embedded {
 extern const char* const bronze_metal_h;
-extern const char* const bronze_metal_cpu_h;
-extern const char* const bronze_metal_cuda_h;
-extern const char* const philox_hpp;  // src/runtime/philox.hpp, for NVRTC
-extern const char* const ziggurat_tables_hpp;  // src/runtime/ziggurat_tables.hpp, which it includes
-}  // namespace bronze::shader::embedded
+}  // namespace bronze::embedded

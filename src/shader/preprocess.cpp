@@ -14,7 +14,7 @@
 #include "bronze/error.hpp"
 #include "jit/disk_cache.hpp"
 #include "jit/host_compiler.hpp"
-#include "shader/library_impl.hpp"
+#include "shader/diagnostics.hpp"
 
 namespace bronze::shader {
 namespace {

@@ -42,7 +42,7 @@ std::string layout_initializer(const ParsedKernel& pk, std::size_t k) {
   return s + "0}";
 }
 
-std::string rewrite_body(const std::string& src, const ParsedSource& ps, Target target, bool validate) {
+std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderTarget target, bool validate) {
   const auto& t = ps.tokens;
   std::vector<Edit> edits;
   if (validate) {  // signatures first: their edits cover the tokens inside
@@ -109,12 +109,13 @@ std::string rewrite_body(const std::string& src, const ParsedSource& ps, Target 
         blank(tok);
         continue;
       }
-      edits.push_back({tok.offset, tok.text.size(), target == Target::Cuda ? "__shared__" : "static thread_local"});
+      edits.push_back({tok.offset, tok.text.size(), target == ShaderTarget::CudaCpp ? "__shared__" : "static thread_local"});
       // `threadgroup T x[N] = init;`: group storage takes no initializer, so
       // each thread stores the value where the declaration stands.
       std::size_t eq = find(i + 1, [](const std::string& s) { return s == "=" || s == ";"; });
       if (t[eq].text != "=") continue;
       std::size_t semi = find(eq, [](const std::string& s) { return s == ";"; });
+      if (t[semi].text != ";") continue;  // unterminated: the compiler reports it
       std::size_t nb = i + 1;  // the declared name: before its brackets or the '='
 
       for (std::size_t q = i + 1; q < eq; ++q)

@@ -15,15 +15,16 @@
 
 #include <string>
 
+#include "runtime/shader_module.hpp"
 #include "shader/parser.hpp"
 
 namespace bronze::shader {
 
-enum class Target { Cpu, Cuda };
+using runtime::ShaderTarget;
 
 // The preprocessed unit, edited for `target`. validate (CPU only): buffer
 // pointer parameters become bounds-checked views (bronze_bounded<T>).
-std::string rewrite_body(const std::string& unit, const ParsedSource& parsed, Target target, bool validate);
+std::string rewrite_body(const std::string& unit, const ParsedSource& parsed, ShaderTarget target, bool validate);
 
 // Kernel k's names in the generated code: its function's type (a typedef
 // at namespace scope), its entry, and its layout table: per binding the
@@ -31,6 +32,9 @@ std::string rewrite_body(const std::string& unit, const ParsedSource& parsed, Ta
 inline std::string function_type(std::size_t k) { return "bronze_fn_" + std::to_string(k); }
 inline std::string entry_symbol(std::size_t k) { return "bronze_entry_" + std::to_string(k); }
 inline std::string layout_symbol(std::size_t k) { return "bronze_layout_" + std::to_string(k); }
+inline std::size_t layout_words(const ParsedKernel& pk) { return 2 * pk.info.bound.size() + 1; }
+// CPU: the kernel's static threadgroup bytes (a uint64).
+inline std::string tgmem_symbol(std::size_t k) { return "bronze_tgmem_" + std::to_string(k); }
 
 // "bronze_rt::param_t<bronze_fn_3, 2>": the C++ type of the kernel's i-th parameter.
 std::string param_type(std::size_t k, std::size_t i);

@@ -37,13 +37,12 @@ std::string arg_expr(std::size_t k, std::size_t i, const ParsedParam& p, bool va
 }  // namespace
 
 std::string rewrite_for_cpu(const std::string& unit, const ParsedSource& ps, bool validate) {
-  std::string body = rewrite_body(unit, ps, Target::Cpu, validate);
+  std::string body = rewrite_body(unit, ps, ShaderTarget::HostCpp, validate);
   // Only the entries are exported (-fvisibility=hidden): kernel functions
   // that cannot be interposed are inlined into the loops and vectorized.
   std::string out;
   for (std::size_t k = 0; k < ps.kernels.size(); ++k) {
     const ParsedKernel& pk = ps.kernels[k];
-    std::string n = std::to_string(k);
     std::string args;
     for (std::size_t i = 0; i < pk.params.size(); ++i)
       args += (i ? ", " : "") + arg_expr(k, i, pk.params[i], validate);
@@ -68,7 +67,7 @@ std::string rewrite_for_cpu(const std::string& unit, const ParsedSource& ps, boo
     }
     out += function_typedef(pk, k);
     out += "extern \"C\" BRONZE_EXPORT void " + entry_symbol(k) +
-           "(void* const* a, const bronze_launch* L, uint64_t g0, uint64_t g1) {\n"
+           "(void* const* a, const bronze_cpu_launch* L, unsigned long long g0, unsigned long long g1) {\n"
            "  (void)a;\n" + flat +
            "  auto bronze_body = [&](const bronze_rt::ids& id) { (void)id; (" + pk.callee + ")(" + args + "); };\n"
            "  bronze_rt::" + (pk.info.cooperative ? "run_groups_cooperative" : "run_groups") +
@@ -77,7 +76,7 @@ std::string rewrite_for_cpu(const std::string& unit, const ParsedSource& ps, boo
            layout_initializer(pk, k) + ";\n";
     std::string tg = "0";
     for (const std::string& e : pk.threadgroup_sizes) tg += " + " + e;
-    out += "extern \"C\" BRONZE_EXPORT const unsigned long long bronze_tgmem_" + n + " = " + tg + ";\n";
+    out += "extern \"C\" BRONZE_EXPORT const unsigned long long " + tgmem_symbol(k) + " = " + tg + ";\n";
   }
   return generated_file(body, out, "#define BRONZE_EXPORT __attribute__((visibility(\"default\")))\n");
 }

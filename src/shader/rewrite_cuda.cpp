@@ -5,14 +5,14 @@
 namespace bronze::shader {
 
 std::string rewrite_for_cuda(const std::string& unit, const ParsedSource& ps) {
-  std::string body = rewrite_body(unit, ps, Target::Cuda, false);
+  std::string body = rewrite_body(unit, ps, ShaderTarget::CudaCpp, false);
   std::string out;
   for (std::size_t k = 0; k < ps.kernels.size(); ++k) {
     const ParsedKernel& pk = ps.kernels[k];
     // One entry parameter per binding (bronze_rt::slot_t: buffers and arrays
     // as pointers, scalars by value in kernel parameter space, read through
     // the constant cache), in binding order.
-    std::string params = "const bronze_rt::launch L";
+    std::string params = "const bronze_gpu_launch L";
     for (int b = 0; b < pk.info.bindings(); ++b)
       params += ", bronze_rt::slot_t<" + param_type(k, static_cast<std::size_t>(pk.info.bound[b])) + "> a" +
                 std::to_string(b);

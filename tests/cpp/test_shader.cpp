@@ -6,7 +6,7 @@
 #include "bronze/bronze.hpp"
 #include "jit/sha256.hpp"
 #include "shader/lexer.hpp"
-#include "shader/library_impl.hpp"
+#include "shader/diagnostics.hpp"
 #include "shader/parser.hpp"
 #include "shader/rewrite_cpu.hpp"
 #include "shader/types.hpp"
@@ -169,7 +169,8 @@ TEST(ShaderDispatch, CompileAndRunFromCpp) {
 // Inputs the fuzzer once crashed on (tests/fuzz/regressions): each must now
 // parse or fail with a bronze error, under any build.
 TEST(Parser, FuzzRegressionsDoNotCrash) {
-  for (const char* name : {"shader-unclosed-attribute", "shader-instantiation-without-semicolon"}) {
+  for (const char* name : {"shader-unclosed-attribute", "shader-instantiation-without-semicolon",
+                           "shader-threadgroup-initializer-without-semicolon"}) {
     std::ifstream f(std::string(BRONZE_SOURCE_DIR) + "/tests/fuzz/regressions/" + name, std::ios::binary);
     ASSERT_TRUE(f) << name;
     std::string src((std::istreambuf_iterator<char>(f)), {});

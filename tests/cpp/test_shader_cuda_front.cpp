@@ -7,9 +7,11 @@
 #include "bronze/error.hpp"
 #include "shader/cuda_signatures.hpp"
 #include "shader/gpu_image.hpp"
-#include "shader/library_impl.hpp"
+#include "shader/diagnostics.hpp"
 #include "shader/parser.hpp"
 #include "shader/preprocess.hpp"
+#include "shader/module_source.hpp"
+#include "shader/rewrite.hpp"
 
 namespace bs = bronze::shader;
 
@@ -121,17 +123,25 @@ template [[host_name("reduce_f32")]] kernel void reduce<float>(device const floa
 template [[host_name("reduce_f16")]] kernel void reduce<half>(device const half*, device half*, constant Params&,
     threadgroup half*, uint, uint, uint, uint2);
 )";
+  // The CUDA backend's build of the front end's CUDA C++ (NVRTC only).
+  auto build = [](const bs::TranslationUnit& tu, bool ptx) {
+    bs::ParsedSource ps = bs::parse(tu.text, "shader.metal");
+    bronze::runtime::ModuleSource m = bs::module_source(bronze::runtime::ShaderTarget::CudaCpp, tu, ps, false);
+    m.gpu_arch = 90;
+    m.ptx = ptx;
+    bronze::runtime::ModuleObject o = bronze::runtime::shader_backend(bronze::DeviceType::CUDA).build(m);
+    if (!o.ok) bs::raise_build_error(o.diagnostics, ps, tu.files);
+    return o.image;
+  };
   bs::TranslationUnit tu = bs::preprocess(src, {});
-  bs::ParsedSource ps = bs::parse(tu.text, "shader.metal");
   std::vector<char> cubin, ptx;
-  ASSERT_NO_THROW(cubin = bs::compile_cuda_image(tu, ps, 90)) << "the translation must compile";
+  ASSERT_NO_THROW(cubin = build(tu, false)) << "the translation must compile";
   EXPECT_EQ(std::string(cubin.data(), 4), "\x7f" "ELF");
-  ASSERT_NO_THROW(ptx = bs::compile_cuda_image(tu, ps, 90, true));
+  ASSERT_NO_THROW(ptx = build(tu, true));
   EXPECT_NE(std::string(ptx.begin(), ptx.end()).find(".entry bronze_entry_1"), std::string::npos);
   try {
-    bs::TranslationUnit bad =
-        bs::preprocess("kernel void f(device float* o, uint i [[thread_position_in_grid]]) {\n  o[i] = nope;\n}\n", {});
-    bs::compile_cuda_image(bad, bs::parse(bad.text, "shader.metal"), 90);
+    build(bs::preprocess("kernel void f(device float* o, uint i [[thread_position_in_grid]]) {\n  o[i] = nope;\n}\n", {}),
+          false);
     FAIL() << "expected a compile error";
   } catch (const bronze::ShaderCompileError& e) {
     EXPECT_EQ(e.line(), 2);

@@ -12,8 +12,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string src(reinterpret_cast<const char*>(data), size);
   try {
     auto parsed = bronze::shader::parse(src, "fuzz.metal");
-    (void)bronze::shader::rewrite_for_cpu(src, parsed, "fuzz.metal");
-    (void)bronze::shader::rewrite_for_cuda(src, parsed, "fuzz.metal");
+    (void)bronze::shader::rewrite_for_cpu(src, parsed);
+    (void)bronze::shader::rewrite_for_cuda(src, parsed);
   } catch (const bronze::Error&) {
   }
   return 0;

@@ -9,6 +9,7 @@
 
 #include "backends/cpu/cpu_event.hpp"
 #include "backends/cpu/cpu_kernels.hpp"
+#include "backends/cpu/cpu_module.hpp"
 #include "backends/cpu/cpu_stream.hpp"
 #include "backends/cpu/thread_pool.hpp"
 #include "bronze/error.hpp"
@@ -112,6 +113,11 @@ class CpuDevice final : public runtime::DeviceImpl {
   void matmul(runtime::StreamImpl& s, const runtime::View& out, const runtime::View& a,
               const runtime::View& b) override {
     q(s).enqueue("mm", "kernel", [out, a, b] { kernels::matmul(out, a, b); });
+  }
+  void load_module(const runtime::ModuleObject& object, std::vector<runtime::ModuleKernel>& kernels) override {
+    if (object.path.empty())
+      throw NotSupportedError("GPU modules (cubin, PTX, fatbin) load on a CUDA device, not on " + device().str());
+    cpu::load_module(object, kernels);
   }
   void launch(runtime::StreamImpl& s, runtime::KernelLaunch&& l) override {
     // A bare pointer keeps the closure within std::function's inline storage

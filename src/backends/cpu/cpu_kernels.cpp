@@ -10,6 +10,7 @@
 #include "backends/cpu/strided.hpp"
 #include "backends/cpu/thread_pool.hpp"
 #include "bronze/error.hpp"
+#include "runtime/launch_abi.h"
 #include "runtime/philox.hpp"
 
 namespace bronze::cpu::kernels {
@@ -243,26 +244,8 @@ void matmul(const View& out, const View& a, const View& b) {
   copy(out, src);
 }
 
-namespace {
-// Mirrors bronze_launch in shader/metal/bronze_metal_cpu.h (the ABI of
-// JIT-compiled entries).
-struct JitFault {
-  int set;
-  const char* name;
-  std::int64_t index;
-  std::uint64_t count;
-};
-struct JitLaunch {
-  std::uint32_t grid[3], group[3], groups[3];
-  std::uint64_t tg_bytes[8];
-  const std::uint64_t* arg_bytes;
-  JitFault* fault;
-};
-using JitEntry = void (*)(void* const*, const JitLaunch*, std::uint64_t, std::uint64_t);
-}  // namespace
-
 void run_jit_kernel(const runtime::KernelLaunch& l) {
-  JitLaunch jl;
+  bronze_cpu_launch jl;
   std::uint64_t groups = 1, per_group = 1;
   for (int d = 0; d < 3; ++d) {
     jl.grid[d] = l.grid[d];
@@ -273,8 +256,8 @@ void run_jit_kernel(const runtime::KernelLaunch& l) {
   }
   std::memcpy(jl.tg_bytes, l.threadgroup_bytes, sizeof jl.tg_bytes);
   std::vector<void*> args(l.args.size());
-  std::vector<std::uint64_t> arg_bytes(l.args.size());
-  JitFault fault{0, nullptr, 0, 0};
+  std::vector<unsigned long long> arg_bytes(l.args.size());
+  bronze_fault fault{0, nullptr, 0, 0};
   jl.arg_bytes = arg_bytes.data();
   jl.fault = &fault;
   for (std::size_t i = 0; i < args.size(); ++i) arg_bytes[i] = l.args[i].bytes;
@@ -282,11 +265,11 @@ void run_jit_kernel(const runtime::KernelLaunch& l) {
     args[i] = l.args[i].inline_offset == SIZE_MAX
                   ? l.args[i].ptr
                   : const_cast<std::uint8_t*>(l.inline_bytes.data()) + l.args[i].inline_offset;
-  auto entry = reinterpret_cast<JitEntry>(const_cast<void*>(l.entry));
+  auto entry = reinterpret_cast<bronze_cpu_entry>(const_cast<void*>(l.entry));
   // Enough threads per chunk to amortize the hand-off; every group whole.
   std::int64_t grain = l.cooperative ? 1 : std::max<std::int64_t>(1, 16384 / static_cast<std::int64_t>(per_group));
   ThreadPool::instance().parallel_for(static_cast<std::int64_t>(groups), grain, [&](std::int64_t b, std::int64_t e) {
-    entry(args.data(), &jl, static_cast<std::uint64_t>(b), static_cast<std::uint64_t>(e));
+    entry(args.data(), &jl, static_cast<unsigned long long>(b), static_cast<unsigned long long>(e));
   });
   if (fault.set)
     throw Error("kernel '" + std::string(l.name) + "': out-of-bounds access to '" + fault.name + "' at index " +

@@ -11,6 +11,7 @@
 #include "bronze/error.hpp"
 #include "runtime/dtype_dispatch.hpp"
 #include "runtime/host_memory.hpp"
+#include "runtime/launch_abi.h"
 #include "runtime/philox.hpp"
 #include "runtime/stream_set.hpp"
 
@@ -303,7 +304,7 @@ class CudaDevice final : public runtime::DeviceImpl {
   }
   void launch(runtime::StreamImpl& s, runtime::KernelLaunch&& l) override;
   int gpu_arch() const override { return kernels_.arch(); }
-  void load_module(const std::vector<char>& image, std::vector<runtime::ModuleKernel>& kernels) override;
+  void load_module(const runtime::ModuleObject& object, std::vector<runtime::ModuleKernel>& kernels) override;
 
   void copy_from_host(runtime::StreamImpl& s, void* dst, const void* src, std::size_t n,
                       std::shared_ptr<void> keep) override {
@@ -389,12 +390,6 @@ class CudaDevice final : public runtime::DeviceImpl {
   runtime::StreamSet<CudaStream> streams_;
 };
 
-// Mirrors bronze_rt::launch in shader/metal/bronze_metal_cuda.h.
-struct LaunchRecord {
-  std::uint32_t grid[3];
-  std::uint32_t tg_offset[8];
-};
-
 void CudaDevice::launch(runtime::StreamImpl& s, runtime::KernelLaunch&& l) {
   ctx_.make_current();
   CudaStream& stream = cs(s);
@@ -414,7 +409,7 @@ void CudaDevice::launch(runtime::StreamImpl& s, runtime::KernelLaunch&& l) {
       break;
     }
   std::uint8_t* stage = staged ? static_cast<std::uint8_t*>(runtime::CachingAllocator::block_ptr(staged)) : nullptr;
-  LaunchRecord rec{};
+  bronze_gpu_launch rec{};
   std::size_t dynamic_smem = 0;
   for (int k = 0; k < 8; ++k) {
     rec.tg_offset[k] = static_cast<std::uint32_t>(dynamic_smem);
@@ -463,10 +458,12 @@ void CudaDevice::launch(runtime::StreamImpl& s, runtime::KernelLaunch&& l) {
   stream.note_kernel(l.name);
 }
 
-void CudaDevice::load_module(const std::vector<char>& image, std::vector<runtime::ModuleKernel>& kernels) {
+void CudaDevice::load_module(const runtime::ModuleObject& object, std::vector<runtime::ModuleKernel>& kernels) {
   ctx_.make_current();
   const Driver* d = driver();
   CUmodule m = nullptr;
+  std::vector<char> image = object.image;
+  if (image.empty() || image.back() != '\0') image.push_back('\0');  // PTX is read as a C string
   check(d->cuModuleLoadData(&m, image.data()), "cuModuleLoadData");  // stays loaded for the process
   for (auto& k : kernels) {
     CUfunction f = nullptr;
@@ -483,13 +480,13 @@ void CudaDevice::load_module(const std::vector<char>& image, std::vector<runtime
       for (std::size_t i = 0; d->cuFuncGetParamInfo(f, i, &offset, &size) == CUDA_SUCCESS; ++i)
         k.param_sizes.push_back(size);
     }
-    if (!k.sizes_symbol.empty()) {
+    if (!k.table_symbol.empty()) {
       CUdeviceptr p = 0;
       std::size_t bytes = 0;
-      check(d->cuModuleGetGlobal(&p, &bytes, m, k.sizes_symbol.c_str()), "cuModuleGetGlobal");
-      k.sizes.resize(k.nsizes);
-      if (bytes < k.nsizes * sizeof(std::uint64_t)) throw Error("bronze's sizes table is short in the module");
-      check(d->cuMemcpyDtoH(k.sizes.data(), p, k.nsizes * sizeof(std::uint64_t)), "cuMemcpyDtoH");
+      check(d->cuModuleGetGlobal(&p, &bytes, m, k.table_symbol.c_str()), "cuModuleGetGlobal");
+      k.table.resize(k.table_words);
+      if (bytes < k.table_words * sizeof(std::uint64_t)) throw Error("bronze's layout table is short in the module");
+      check(d->cuMemcpyDtoH(k.table.data(), p, k.table_words * sizeof(std::uint64_t)), "cuMemcpyDtoH");
     }
   }
 }

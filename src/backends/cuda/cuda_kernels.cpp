@@ -4,7 +4,7 @@
 
 #include "backends/cuda/nvrtc.hpp"
 #include "bronze/error.hpp"
-#include "shader/metal_headers.hpp"
+#include "runtime/embedded.hpp"
 
 namespace bronze::cuda {
 namespace {
@@ -113,8 +113,8 @@ std::vector<char> compile_tensor_kernel(const std::string& source, int arch, boo
   std::vector<std::string> opts;
   if (exact_fp) opts.push_back("--fmad=false");  // no contraction: the CPU's rounding, step for step
   return compile_cubin(source,
-                       {{"philox.hpp", shader::embedded::philox_hpp},
-                        {"ziggurat_tables.hpp", shader::embedded::ziggurat_tables_hpp}},
+                       {{"philox.hpp", embedded::philox_hpp},
+                        {"ziggurat_tables.hpp", embedded::ziggurat_tables_hpp}},
                        arch, opts);
 }
 

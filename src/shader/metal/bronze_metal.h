@@ -6,6 +6,7 @@
 // the BRONZE_* macros below; barriers, simdgroup functions and atomic
 // operations come from bronze_metal_cpu.h or bronze_metal_cuda.h.
 #pragma once
+#include "launch_abi.h"
 #if defined(__CUDACC_RTC__)
 #define BRONZE_CUDA 1
 #define BRONZE_M(f) ::f            /* CUDA's device math library */

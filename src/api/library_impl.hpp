@@ -1,0 +1,40 @@
+// What a compiled shader library holds: per kernel its reflection and the
+// backend's entry (api/shader.cpp builds it through the front end and the
+// device's backend).
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "bronze/shader.hpp"
+#include "shader/preprocess.hpp"
+
+namespace bronze::detail {
+struct LibraryImpl;
+// The builds of one library compiled without naming a device: it follows
+// its tensors, built for another device on first use there (as CuPy's and
+// Warp's kernels do).
+struct LibraryFamily {
+  shader::TranslationUnit unit;
+  bool validate = false;
+  std::mutex mu;
+  std::vector<std::shared_ptr<LibraryImpl>> builds;  // one per device
+};
+
+struct LibraryImpl {
+  Device device;
+  std::string hash;
+  std::string source;                // the preprocessed unit: self-contained
+  std::vector<KernelInfo> kernels;
+  std::vector<std::size_t> static_tg_bytes;
+  std::vector<int> max_threads;      // per kernel: threads per threadgroup it can launch with
+  std::vector<const void*> entries;  // the backend's function per kernel
+  bool launch_record = true;         // entries take bronze's launch record (Metal); CUDA C++ kernels do not
+  bool captured = false;             // source written to the running capture
+  // Empty: bound to `device`. Weak: the family owns its builds, and the
+  // process's library cache owns the family.
+  std::weak_ptr<LibraryFamily> family;
+};
+}  // namespace bronze::detail

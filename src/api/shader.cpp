@@ -1,0 +1,527 @@
+// compile_shader, libraries and kernel dispatch: the front end (src/shader)
+// reads the source, the device's backend builds and loads the module
+// (runtime/shader_module.hpp); calls are checked and bound by the reflected
+// signature, then queued on the device's stream.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <mutex>
+#include <unordered_map>
+
+#include "bronze/error.hpp"
+#include "bronze/shader.hpp"
+#include "jit/disk_cache.hpp"
+#include "jit/sha256.hpp"
+#include "runtime/capture.hpp"
+#include "runtime/device_impl.hpp"
+#include "runtime/json_util.hpp"
+#include "api/library_impl.hpp"
+#include "runtime/shader_module.hpp"
+#include "shader/bronzelib.hpp"
+#include "shader/cuda_signatures.hpp"
+#include "shader/diagnostics.hpp"
+#include "shader/gpu_image.hpp"
+#include "shader/parser.hpp"
+#include "shader/module_source.hpp"
+#include "shader/rewrite.hpp"
+#include "shader/types.hpp"
+#include "tensor/storage.hpp"
+
+namespace bronze {
+
+namespace {
+using shader::arg_label;
+constexpr int kSimdWidth = 32;
+
+std::string join_names(const detail::LibraryImpl& lib) {
+  std::string s;
+  for (const auto& k : lib.kernels) s += (s.empty() ? "" : ", ") + k.name;
+  return s.empty() ? "(none)" : s;
+}
+
+// A kernel command in the capture file: the library (its source once),
+// grid, group and every argument's buffer identity and size or scalar bytes.
+void capture_dispatch(detail::LibraryImpl& lib, const KernelInfo& ki, const runtime::KernelLaunch& l,
+                      const std::vector<KernelArg>& args, std::uint64_t stream) {
+  if (!lib.captured) {
+    runtime::capture::record("\"library\":" + runtime::json_quote(lib.hash) + ",\"source\":" + runtime::json_quote(lib.source));
+    lib.captured = true;
+  }
+  std::string a;
+  static const char* hexd = "0123456789abcdef";
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    a += i ? "," : "";
+    if (const Tensor* t = args[i].tensor()) {
+      a += "{\"buffer\":" + std::to_string(reinterpret_cast<std::uintptr_t>(t->storage().get())) +
+           ",\"bytes\":" + std::to_string(t->nbytes()) + ",\"dtype\":\"" + dtype_name(t->dtype()) + "\"}";
+    } else {
+      std::string hex;
+      const std::uint8_t* b = l.inline_bytes.data() + l.args[i].inline_offset;
+      std::size_t n = l.args[i].bytes;
+      for (std::size_t k = 0; k < n; ++k) {
+        hex += hexd[b[k] >> 4];
+        hex += hexd[b[k] & 15];
+      }
+      a += "{\"bytes_hex\":\"" + hex + "\"}";
+    }
+  }
+  runtime::capture::record("\"kernel\":" + runtime::json_quote(ki.name) + ",\"library\":" + runtime::json_quote(lib.hash) +
+                           ",\"stream\":" + std::to_string(stream) + ",\"grid\":[" + std::to_string(l.grid[0]) + "," +
+                           std::to_string(l.grid[1]) + "," + std::to_string(l.grid[2]) + "],\"group\":[" +
+                           std::to_string(l.group[0]) + "," + std::to_string(l.group[1]) + "," +
+                           std::to_string(l.group[2]) + "],\"args\":[" + a + "]");
+}
+
+}  // namespace
+
+namespace {
+std::vector<std::uint8_t> read_binary(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw ValueError("cannot open '" + path + "'");
+  return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(f), {});
+}
+
+void check_language(const Device& d, const CompileOptions& o) {
+  if (o.language != "metal" && o.language != "cuda")
+    throw ValueError("unknown shader language '" + o.language + "': expected 'metal' or 'cuda'");
+  if (o.language == "cuda" && d.type != DeviceType::CUDA)
+    throw NotSupportedError("CUDA C++ kernels run on a CUDA device, not on " + d.str() +
+                            "; write the kernel in Metal to run it on both");
+  if (o.validate && d.type != DeviceType::CPU)
+    throw NotSupportedError("validate=True (bounds-checked buffers) runs on the CPU backend; compile with "
+                            "device='cpu' to debug the kernel there");
+}
+
+// "shader.metal" names Metal source; CUDA source is "kernel.cu" unless named.
+std::string source_name(const CompileOptions& o) {
+  return o.language == "cuda" && o.filename == CompileOptions().filename ? "kernel.cu" : o.filename;
+}
+
+std::string cubin_target(int arch) { return "cuda-sm_" + std::to_string(arch); }
+std::string ptx_target(int arch) { return "cuda-ptx-compute_" + std::to_string(arch); }
+
+std::string cache_object(const std::vector<std::uint8_t>& object, const std::string& suffix) {
+  // Content-addressed like compiled objects, so loading twice reuses one file.
+  std::string key = jit::Sha256().update(object.data(), object.size()).hex();
+  auto& cache = jit::DiskCache::instance();
+  if (auto hit = cache.lookup(key, suffix)) return *hit;
+  std::string dir = cache.make_work_dir();
+  std::string tmp = dir + "/object" + suffix;
+  std::ofstream(tmp, std::ios::binary).write(reinterpret_cast<const char*>(object.data()),
+                                             static_cast<std::streamsize>(object.size()));
+  std::string path = cache.store(key, suffix, tmp);
+  if (path != tmp) ::rmdir(dir.c_str());
+  return path;
+}
+
+shader::SourceOptions source_options(const CompileOptions& o) {
+  shader::SourceOptions so;
+  so.filename = o.filename;
+  so.include_dirs = o.include_dirs;
+  so.headers = o.headers;
+  so.defines = o.defines;
+  so.torch_include_dir = o.torch_include_dir;
+  return so;
+}
+
+std::shared_ptr<detail::LibraryImpl> new_library(const Device& d, std::string source, std::string hash) {
+  auto lib = std::make_shared<detail::LibraryImpl>();
+  lib->device = d;
+  lib->hash = hash.substr(0, 16);
+  lib->source = std::move(source);
+  return lib;
+}
+
+void add_kernel(detail::LibraryImpl& lib, KernelInfo info, const runtime::ModuleKernel& m) {
+  lib.kernels.push_back(std::move(info));
+  lib.entries.push_back(m.entry);
+  lib.static_tg_bytes.push_back(m.static_shared_bytes);
+  lib.max_threads.push_back(m.max_threads);
+}
+
+// A Metal unit built by `backend` (for sm_<arch> on CUDA), or the unit's
+// errors in the user's files.
+runtime::ModuleObject build_module(const runtime::ShaderBackend& backend, const shader::TranslationUnit& tu,
+                                   const shader::ParsedSource& ps, bool validate, int arch = 0, bool ptx = false) {
+  runtime::ModuleSource src = shader::module_source(backend.target, tu, ps, validate);
+  src.gpu_arch = arch;
+  src.ptx = ptx;
+  runtime::ModuleObject o = backend.build(src);
+  if (!o.ok) shader::raise_build_error(o.diagnostics, ps, tu.files);
+  return o;
+}
+
+// A built Metal unit, loaded on device d.
+std::shared_ptr<detail::LibraryImpl> load_unit(const Device& d, const std::string& unit, const shader::ParsedSource& ps,
+                                               const runtime::ModuleObject& object) {
+  std::vector<runtime::ModuleKernel> mk(ps.kernels.size());
+  for (std::size_t k = 0; k < mk.size(); ++k) {
+    mk[k].symbol = shader::entry_symbol(k);
+    mk[k].table_symbol = shader::layout_symbol(k);
+    mk[k].table_words = shader::layout_words(ps.kernels[k]);
+    if (d.type == DeviceType::CPU) mk[k].tgmem_symbol = shader::tgmem_symbol(k);  // GPUs tell it themselves
+  }
+  runtime::device_impl(d).load_module(object, mk);
+  auto lib = new_library(d, unit, jit::sha256_hex(unit));
+  for (std::size_t k = 0; k < mk.size(); ++k) {
+    KernelInfo info = ps.kernels[k].info;
+    shader::apply_layout(info, reinterpret_cast<const unsigned long long*>(mk[k].table.data()));
+    add_kernel(*lib, std::move(info), mk[k]);
+  }
+  return lib;
+}
+
+// A Metal unit (preprocessed) on device d.
+std::shared_ptr<detail::LibraryImpl> build_unit(const Device& d, const shader::TranslationUnit& tu, bool validate) {
+  shader::ParsedSource ps = shader::parse(tu.text, tu.files.empty() ? "shader.metal" : tu.files[0].name);
+  const runtime::ShaderBackend& backend = runtime::shader_backend(d.type);
+  return load_unit(d, tu.text, ps, build_module(backend, tu, ps, validate, runtime::device_impl(d).gpu_arch()));
+}
+
+runtime::ModuleObject image_object(const std::vector<std::uint8_t>& bytes) {
+  runtime::ModuleObject o;
+  o.ok = true;
+  o.image.assign(bytes.begin(), bytes.end());
+  return o;
+}
+
+// A .bronzelib on a CUDA device: its cubin for the device, else PTX of an
+// architecture at or below it (the driver compiles it), else its unit.
+std::shared_ptr<detail::LibraryImpl> load_bronzelib_cuda(const Device& d, const shader::LibraryFile& f,
+                                                         const shader::TranslationUnit& tu,
+                                                         const shader::ParsedSource& ps) {
+  int arch = runtime::device_impl(d).gpu_arch();
+  const std::vector<std::uint8_t>* best_ptx = nullptr;
+  int best_ptx_arch = 0;
+  for (const auto& [target, object] : f.objects) {
+    if (target == cubin_target(arch)) return load_unit(d, tu.text, ps, image_object(object));
+    for (int a = arch; a > best_ptx_arch; --a)
+      if (target == ptx_target(a)) {
+        best_ptx = &object;
+        best_ptx_arch = a;
+      }
+  }
+  if (best_ptx) return load_unit(d, tu.text, ps, image_object(*best_ptx));
+  return load_unit(d, tu.text, ps, build_module(runtime::shader_backend(d.type), tu, ps, false, arch));
+}
+
+// CUDA C++ source: its __global__ kernels, compiled and loaded on `device`.
+std::shared_ptr<detail::LibraryImpl> build_cuda_source(const Device& d, const std::string& src,
+                                                       const std::string& filename) {
+  std::vector<shader::CudaKernel> kernels = shader::parse_cuda_kernels(src, filename);
+  runtime::ModuleSource ms;
+  ms.code = src;
+  ms.filename = filename;
+  ms.gpu_arch = runtime::device_impl(d).gpu_arch();
+  for (const shader::CudaKernel& k : kernels)
+    if (!k.extern_c) ms.name_expressions.push_back("&" + k.info.name);
+  runtime::ModuleObject o = runtime::shader_backend(d.type).build(ms);
+  if (!o.ok) shader::raise_compile_error(o.diagnostics, {{filename, src}});
+  std::vector<runtime::ModuleKernel> mk(kernels.size());
+  for (std::size_t k = 0, lowered = 0; k < kernels.size(); ++k)
+    mk[k].symbol = kernels[k].extern_c ? kernels[k].info.name : o.lowered[lowered++];
+  runtime::device_impl(d).load_module(o, mk);
+  auto lib = new_library(d, src, jit::sha256_hex(src));
+  lib->launch_record = false;
+  for (std::size_t k = 0; k < kernels.size(); ++k) {
+    KernelInfo info = std::move(kernels[k].info);
+    for (auto& p : info.params) {
+      std::size_t i = static_cast<std::size_t>(p.binding);
+      if (!p.by_value) continue;
+      if (i < mk[k].param_sizes.size()) p.size = mk[k].param_sizes[i];  // the compiler's layout
+      else if (!p.size)
+        throw NotSupportedError("kernel '" + info.name + "' takes '" + p.type + "' by value; bronze needs a CUDA "
+                                "12.4+ driver (cuFuncGetParamInfo) to learn its size");
+    }
+    add_kernel(*lib, std::move(info), mk[k]);
+  }
+  return lib;
+}
+
+// A raw CUDA module (cubin, PTX, fatbin) with kernel parameters from the
+// caller's CUDA declarations or, for PTX, its .entry directives.
+std::shared_ptr<detail::LibraryImpl> load_gpu_image(const Device& d, const std::vector<std::uint8_t>& bytes,
+                                                    const std::string& signatures) {
+  std::vector<shader::CudaKernel> kernels;
+  if (!signatures.empty()) {
+    kernels = shader::parse_cuda_kernels(signatures, "signatures");
+  } else if (shader::is_ptx(bytes.data(), bytes.size())) {
+    kernels = shader::parse_ptx_entries(std::string(bytes.begin(), bytes.end()));
+  } else {
+    throw ValueError("a cubin or fatbin does not say its kernels' parameter types: pass signatures= with their "
+                     "CUDA declarations, e.g. '__global__ void k(float* y, float a);'");
+  }
+  std::vector<runtime::ModuleKernel> mk(kernels.size());
+  for (std::size_t k = 0; k < kernels.size(); ++k) mk[k].symbol = kernels[k].info.name;
+  runtime::device_impl(d).load_module(image_object(bytes), mk);
+  auto lib = new_library(d, "", jit::Sha256().update(bytes.data(), bytes.size()).hex());
+  lib->launch_record = false;
+  for (std::size_t k = 0; k < kernels.size(); ++k) {
+    KernelInfo info = std::move(kernels[k].info);
+    if (!mk[k].param_sizes.empty() && mk[k].param_sizes.size() != info.params.size())
+      throw ValueError("kernel '" + info.name + "' takes " + std::to_string(mk[k].param_sizes.size()) +
+                       " parameters in the module; its signature names " + std::to_string(info.params.size()));
+    for (auto& p : info.params)
+      if (p.by_value && static_cast<std::size_t>(p.binding) < mk[k].param_sizes.size())
+        p.size = mk[k].param_sizes[p.binding];
+    add_kernel(*lib, std::move(info), mk[k]);
+  }
+  return lib;
+}
+
+// The family's build for device d: built on first use.
+std::shared_ptr<detail::LibraryImpl> build_for(const std::shared_ptr<detail::LibraryFamily>& f, const Device& d) {
+  std::lock_guard<std::mutex> g(f->mu);
+  for (const auto& b : f->builds)
+    if (b->device == d) return b;
+  CompileOptions o;
+  o.validate = f->validate;
+  check_language(d, o);
+  auto lib = build_unit(d, f->unit, f->validate);
+  lib->family = f;
+  f->builds.push_back(lib);
+  return lib;
+}
+
+// A compiled library kept for the process, with the files read from disk
+// that went into it: an edited header makes the entry stale.
+struct HotEntry {
+  std::shared_ptr<detail::LibraryImpl> lib;
+  std::shared_ptr<detail::LibraryFamily> family;  // keeps the other devices' builds
+  std::vector<shader::DiskFile> disk_files;
+};
+}  // namespace
+
+Library compile_shader(const std::string& source, const CompileOptions& options) {
+  Device d = runtime::resolve(options.device);
+  check_language(d, options);
+  static std::mutex mu;
+  static std::unordered_map<std::string, HotEntry> hot;
+  std::string key = options.language + '\0' + options.filename + '\0' + d.str() + '\0' +
+                    (options.validate ? "validate" : "") + '\0' + options.torch_include_dir + '\0';
+  for (const auto& dir : options.include_dirs) key += dir + '\0';
+  for (const auto& [name, text] : options.headers) key += name + '\0' + text + '\0';
+  for (const auto& [name, value] : options.defines) key += name + '\0' + value + '\0';
+  key += source;
+  {
+    std::lock_guard<std::mutex> g(mu);
+    auto it = hot.find(key);
+    if (it != hot.end() && std::all_of(it->second.disk_files.begin(), it->second.disk_files.end(),
+                                       [](const shader::DiskFile& f) { return f.unchanged(); }))
+      return Library(it->second.lib);
+  }
+  // Outside the lock: compiles can run in parallel.
+  HotEntry e;
+  if (options.language == "cuda") {
+    e.lib = build_cuda_source(d, source, source_name(options));
+  } else {
+    shader::TranslationUnit tu = shader::preprocess(source, source_options(options));
+    e.disk_files = tu.disk_files;
+    if (options.device) {
+      e.lib = build_unit(d, tu, options.validate);
+    } else {  // built here now (errors surface at compile time), elsewhere on first use
+      e.family = std::make_shared<detail::LibraryFamily>();
+      e.family->unit = std::move(tu);
+      e.family->validate = options.validate;
+      e.lib = build_for(e.family, d);
+    }
+  }
+  std::lock_guard<std::mutex> g(mu);
+  hot[key] = e;
+  return Library(e.lib);
+}
+
+std::vector<std::uint8_t> compile_library(const std::string& source, const CompileOptions& options) {
+  if (options.language != "metal") throw ValueError("bronze libraries hold Metal source; got '" + options.language + "'");
+  shader::TranslationUnit tu = shader::preprocess(source, source_options(options));
+  shader::ParsedSource ps = shader::parse(tu.text, options.filename);
+  shader::LibraryFile f;
+  f.source = tu.text;  // preprocessed: loads without the includes
+  f.filename = options.filename;
+  const runtime::ShaderBackend& cpu = runtime::shader_backend(DeviceType::CPU);
+  f.objects.emplace_back(shader::host_cpu_target(), read_binary(build_module(cpu, tu, ps, false).path));
+  std::vector<int> archs = options.cuda_archs;
+  if (options.device && options.device->type == DeviceType::CUDA)
+    archs.push_back(runtime::device_impl(*options.device).gpu_arch());
+  std::sort(archs.begin(), archs.end());
+  archs.erase(std::unique(archs.begin(), archs.end()), archs.end());
+  const runtime::ShaderBackend& cuda = runtime::shader_backend(DeviceType::CUDA);  // NVRTC, no GPU needed
+  for (int arch : archs) {
+    std::vector<char> cubin = build_module(cuda, tu, ps, false, arch).image;
+    f.objects.emplace_back(cubin_target(arch), std::vector<std::uint8_t>(cubin.begin(), cubin.end()));
+  }
+  if (!archs.empty()) {  // PTX for the oldest: newer GPUs without a cubin here JIT it
+    std::vector<char> ptx = build_module(cuda, tu, ps, false, archs.front(), true).image;
+    f.objects.emplace_back(ptx_target(archs.front()), std::vector<std::uint8_t>(ptx.begin(), ptx.end()));
+  }
+  return shader::encode_library(f);
+}
+
+Library load_metallib(const std::vector<std::uint8_t>& bytes, std::optional<Device> device,
+                      const std::string& signatures) {
+  Device d = runtime::resolve(device);
+  if (shader::is_gpu_image(bytes.data(), bytes.size())) {
+    if (d.type != DeviceType::CUDA)
+      throw NotSupportedError("a CUDA module (cubin, PTX or fatbin) loads on a CUDA device, not on " + d.str());
+    return Library(load_gpu_image(d, bytes, signatures));
+  }
+  shader::LibraryFile f = shader::decode_library(bytes.data(), bytes.size());
+  shader::TranslationUnit tu;
+  tu.text = f.source;
+  shader::ParsedSource ps = shader::parse(tu.text, f.filename);
+  if (d.type == DeviceType::CUDA) return Library(load_bronzelib_cuda(d, f, tu, ps));
+  runtime::ModuleObject o;
+  for (const auto& [target, object] : f.objects)
+    if (target == shader::host_cpu_target()) {
+      o.ok = true;
+      o.path = cache_object(object, ".so");
+    }
+  // No object for this host: build one from the library's unit.
+  if (!o.ok) o = build_module(runtime::shader_backend(d.type), tu, ps, false);
+  return Library(load_unit(d, tu.text, ps, o));
+}
+
+Library load_metallib_file(const std::string& path, std::optional<Device> device, const std::string& signatures) {
+  return load_metallib(read_binary(path), device, signatures);
+}
+
+std::vector<std::string> Library::kernel_names() const {
+  std::vector<std::string> out;
+  for (const auto& k : impl_->kernels) out.push_back(k.name);
+  return out;
+}
+
+bool Library::has_kernel(const std::string& name) const {
+  for (const auto& k : impl_->kernels)
+    if (k.name == name) return true;
+  return false;
+}
+
+Kernel Library::kernel(const std::string& name) const {
+  for (std::size_t i = 0; i < impl_->kernels.size(); ++i)
+    if (impl_->kernels[i].name == name) return Kernel(impl_, static_cast<int>(i));
+  throw KernelNotFoundError("the library has no kernel '" + name + "'; its kernels: " + join_names(*impl_));
+}
+
+const std::string& Library::hash() const { return impl_->hash; }
+Device Library::device() const { return impl_->device; }
+
+const KernelInfo& Kernel::info() const { return lib_->kernels[index_]; }
+int Kernel::max_threads_per_threadgroup() const { return lib_->max_threads[index_]; }
+int Kernel::thread_execution_width() const { return kSimdWidth; }
+std::size_t Kernel::static_thread_group_memory_length() const { return lib_->static_tg_bytes[index_]; }
+
+void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions& opts) const {
+  const KernelInfo& ki = info();
+  ki.check_arity(args.size());
+  if (auto family = lib_->family.lock()) {  // runs where its tensors are
+    const Tensor* on = nullptr;
+    for (const KernelArg& a : args)
+      if (const Tensor* t = a.tensor(); t && t->defined()) {
+        if (on && t->device() != on->device())
+          throw ValueError("kernel '" + ki.name + "' got tensors on " + on->device().str() + " and " +
+                           t->device().str() + "; one call runs on one device");
+        on = t;
+      }
+    if (on && on->device() != lib_->device) {
+      Kernel(build_for(family, on->device()), index_).dispatch(args, opts);
+      return;
+    }
+  }
+  const std::size_t nargs = args.size();
+  runtime::KernelLaunch l;
+  l.name = ki.name.c_str();
+  l.entry = lib_->entries[index_];
+  l.cooperative = ki.cooperative;
+  l.launch_record = lib_->launch_record;
+  const std::uint32_t max_threads = static_cast<std::uint32_t>(lib_->max_threads[index_]);
+  l.args.resize(nargs);
+  l.keepalive.reserve(nargs + 1);  // the buffers and the library: one allocation
+  const Tensor* first_tensor = nullptr;
+  for (std::size_t i = 0; i < nargs; ++i) {
+    const KernelParam& p = ki.binding(static_cast<int>(i));
+    const KernelArg& a = args[i];
+    if (const Tensor* t = a.tensor()) {
+      if (p.kind != ParamKind::Buffer)
+        throw KernelArgumentError(arg_label(p) + " is a constant value: pass a number or bytes, not a tensor");
+      if (!t->defined()) throw TypeError(arg_label(p) + " is an undefined tensor");
+      if (t->device() != lib_->device)
+        throw ValueError(arg_label(p) + " is on " + t->device().str() + ", the library on " + lib_->device.str());
+      if (!t->is_contiguous())
+        throw ValueError(arg_label(p) + " is not contiguous: buffers are flat memory; call .contiguous()");
+      shader::check_buffer_dtype(p, t->dtype());
+      l.args[i].ptr = t->data_ptr();
+      l.args[i].bytes = t->nbytes();
+      if (auto keep = queued_use(t->storage())) l.keepalive.push_back(std::move(keep));
+      if (!first_tensor) first_tensor = t;
+      continue;
+    }
+    std::vector<std::uint8_t> bytes;
+    if (const Scalar* s = a.scalar()) {
+      if (p.kind == ParamKind::Buffer)
+        throw KernelArgumentError(arg_label(p) + " is a device buffer: pass a tensor or array, not a number");
+      bytes = shader::pack_scalar(p, *s);
+      l.args[i].by_value = p.by_value;
+    } else {
+      bytes = *a.bytes();
+      if (p.kind == ParamKind::Buffer && !p.read_only)
+        throw KernelArgumentError(arg_label(p) + " is a writable device buffer: pass a tensor, not bytes");
+      if (p.by_value && p.size && bytes.size() != p.size)
+        throw ValueError(arg_label(p) + " is one value of " + std::to_string(p.size) + " bytes, got " +
+                         std::to_string(bytes.size()));
+      if (p.size && (bytes.empty() || bytes.size() % p.size != 0))
+        throw ValueError(arg_label(p) + " takes bytes in multiples of " + std::to_string(p.size) + ", got " +
+                         std::to_string(bytes.size()));
+      l.args[i].by_value = p.by_value;
+    }
+    // 16-byte alignment for every inline value (vectors, structs).
+    std::size_t off = (l.inline_bytes.size() + 15) & ~std::size_t(15);
+    l.inline_bytes.resize(off + bytes.size());
+    std::memcpy(l.inline_bytes.data() + off, bytes.data(), bytes.size());
+    l.args[i].inline_offset = off;
+    l.args[i].bytes = bytes.size();
+  }
+
+  Dim3 grid;
+  if (opts.threads) grid = *opts.threads;
+  else if (first_tensor) grid.x = static_cast<std::uint32_t>(first_tensor->numel());
+  else throw ValueError("kernel '" + ki.name + "' has no tensor argument to size the grid: pass threads=");
+  if (grid.count() == 0) return;  // an empty grid runs nothing, as on Metal
+  Dim3 group;
+  if (opts.group_size) {
+    group = *opts.group_size;
+    if (group.count() == 0) throw ValueError("group_size must be positive");
+    if (group.count() > max_threads)
+      throw ValueError("group_size " + std::to_string(group.count()) + " is over the kernel's limit of " +
+                       std::to_string(max_threads) + " threads per threadgroup");
+  } else {
+    group.x = std::min<std::uint32_t>(grid.x, max_threads);
+    group.y = std::min<std::uint32_t>(grid.y, max_threads / group.x);
+    group.z = std::min<std::uint32_t>(grid.z, max_threads / (group.x * group.y));
+  }
+  std::size_t tg_total = lib_->static_tg_bytes[index_];
+  for (const auto& p : ki.params)
+    if (p.kind == ParamKind::ThreadgroupBuffer) {
+      if (static_cast<std::size_t>(p.index) >= opts.threadgroup_memory.size() || opts.threadgroup_memory[p.index] == 0)
+        throw ValueError("kernel '" + ki.name + "' needs threadgroup_memory[" + std::to_string(p.index) +
+                         "] (bytes of '" + p.name + "')");
+      l.threadgroup_bytes[p.index] = opts.threadgroup_memory[p.index];
+      tg_total += opts.threadgroup_memory[p.index];
+    }
+  if (tg_total > 64 * 1024)
+    throw ValueError("kernel '" + ki.name + "' uses " + std::to_string(tg_total) +
+                     " bytes of threadgroup memory; the limit is 65536");
+  l.grid[0] = grid.x, l.grid[1] = grid.y, l.grid[2] = grid.z;
+  l.group[0] = group.x, l.group[1] = group.y, l.group[2] = group.z;
+  l.keepalive.push_back(lib_);
+
+  auto stream = opts.stream ? opts.stream->shared_impl() : runtime::current_stream(lib_->device);
+  if (stream->device() != lib_->device) throw ValueError("the stream is on another device than the library");
+  if (runtime::capture::active()) capture_dispatch(*lib_, ki, l, args, stream->id());
+  runtime::device_impl(lib_->device).launch(*stream, std::move(l));
+}
+
+}  // namespace bronze

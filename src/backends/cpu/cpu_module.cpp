@@ -1,0 +1,53 @@
+#include "backends/cpu/cpu_module.hpp"
+
+#include <dlfcn.h>
+
+#include "bronze/error.hpp"
+#include "jit/host_compiler.hpp"
+
+namespace bronze::cpu {
+namespace {
+constexpr int kMaxThreadsPerGroup = 1024;  // Metal's limit; fibers have no other
+}  // namespace
+
+runtime::ModuleObject build_module(const runtime::ModuleSource& src) {
+  auto headers = src.headers;
+  headers.emplace_back("bronze_metal_cpu.h", embedded::bronze_metal_cpu_h);
+  auto r = jit::build_shared_object(
+      src.code, headers,
+      {"-std=c++17", "-O3", "-fPIC", "-shared", "-fvisibility=hidden", "-w", "-fno-exceptions", "-fno-math-errno",
+       "-fdiagnostics-color=never",
+       // A barrier kernel's threads run on fibers with this much stack and
+       // room for the runtime's frames (bronze_metal_cpu.h, kFiberStack).
+       "-DBRONZE_PRIVATE_BYTES=" + std::to_string(runtime::kMaxPrivateBytes),
+       // Every function a kernel calls must be defined: an error now, not when loading.
+       "-Wl,-z,defs", "-lm"},
+      src.check_stack);
+  runtime::ModuleObject o;
+  o.ok = !r.so_path.empty();
+  o.path = r.so_path;
+  o.diagnostics = r.diagnostics;
+  return o;
+}
+
+void load_module(const runtime::ModuleObject& object, std::vector<runtime::ModuleKernel>& kernels) {
+  void* h = ::dlopen(object.path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) throw Error(std::string("cannot load the compiled shader: ") + ::dlerror());
+  for (auto& k : kernels) {
+    k.entry = ::dlsym(h, k.symbol.c_str());
+    if (!k.entry) throw KernelNotFoundError("the compiled shader has no entry '" + k.symbol + "'");
+    k.max_threads = kMaxThreadsPerGroup;
+    if (!k.table_symbol.empty()) {
+      auto* t = static_cast<const std::uint64_t*>(::dlsym(h, k.table_symbol.c_str()));
+      if (!t) throw Error("the compiled shader lacks its table '" + k.table_symbol + "'");
+      k.table.assign(t, t + k.table_words);
+    }
+    if (!k.tgmem_symbol.empty()) {
+      auto* tg = static_cast<const std::uint64_t*>(::dlsym(h, k.tgmem_symbol.c_str()));
+      if (!tg) throw Error("the compiled shader lacks '" + k.tgmem_symbol + "'");
+      k.static_shared_bytes = static_cast<std::size_t>(*tg);
+    }
+  }
+}
+
+}  // namespace bronze::cpu

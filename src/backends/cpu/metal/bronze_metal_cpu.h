@@ -1,0 +1,552 @@
+// Running a Metal grid on the host (included by bronze_metal.h, inside
+// namespace bronze_msl): the loops over threadgroups, cooperative execution of a threadgroup's threads
+// as fibers, which gives threadgroup_barrier and the simdgroup functions
+// (32 lanes) their exact Metal semantics, and atomics on __atomic builtins.
+#pragma once
+
+template <class T> struct __remove_ref { typedef T type; };
+template <class T> struct __remove_ref<T&> { typedef T type; };
+template <class T> struct __remove_const { typedef T type; };
+template <class T> struct __remove_const<const T> { typedef T type; };
+
+// A buffer parameter under validate=True: indexing checks the range; a bad
+// access is recorded in the launch's fault and reads/writes a scratch element.
+template <class T>
+struct bronze_bounded {
+  T* p;
+  uint64_t n;
+  const char* name;
+  bronze_fault* fault;
+  bronze_bounded(T* p_, uint64_t n_, const char* name_, bronze_fault* f) : p(p_), n(n_), name(name_), fault(f) {}
+  T& at(int64_t i) const {
+    if (i >= 0 && (uint64_t)i < n) return p[i];
+    int expected = 0;
+    if (__atomic_compare_exchange_n(&fault->set, &expected, 1, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+      fault->name = name;
+      fault->index = i;
+      fault->count = n;
+    }
+    static thread_local typename __remove_const<T>::type scratch;
+    return (T&)scratch;
+  }
+  T& operator[](int64_t i) const { return at(i); }
+  T& operator*() const { return at(0); }
+  T* operator->() const { return &at(0); }
+  bronze_bounded operator+(int64_t d) const { return bronze_bounded(p + d, n - d, name, fault); }
+  bronze_bounded operator-(int64_t d) const { return bronze_bounded(p - d, n + d, name, fault); }
+  operator T*() const { return p; }  // passing on to helpers: unchecked there
+};
+namespace bronze_rt {
+// validate=True: a buffer slot as the kernel's bounds-checked parameter.
+template <class P> struct bounded_of;
+template <class T> struct bounded_of<bronze_bounded<T>> {
+  static bronze_bounded<T> make(void* a, uint64_t bytes, const char* name, bronze_fault* f) {
+    return bronze_bounded<T>((T*)a, bytes / sizeof(T), name, f);
+  }
+};
+template <class P> inline P bounded(void* a, uint64_t bytes, const char* name, bronze_fault* f) {
+  return bounded_of<P>::make(a, bytes, name, f);
+}
+}  // namespace bronze_rt
+
+
+// Fiber context switches. On x86-64 a dozen instructions save the
+// callee-saved registers and swap stacks (ucontext's swapcontext makes a
+// system call per switch, which dominated barrier-heavy kernels); elsewhere
+// ucontext is the portable fallback.
+#if defined(__x86_64__)
+extern "C" void bronze_fiber_switch(void** save_sp, void* load_sp);
+asm(R"(
+  .text
+  .p2align 4
+  .globl bronze_fiber_switch
+  .hidden bronze_fiber_switch
+  .type bronze_fiber_switch, @function
+bronze_fiber_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size bronze_fiber_switch, .-bronze_fiber_switch
+)");
+namespace bronze_rt {
+struct fiber { void* sp = nullptr; };
+inline void fiber_switch(fiber& from, fiber& to) { bronze_fiber_switch(&from.sp, to.sp); }
+// The first switch to a fresh stack "returns" into entry with the ABI's
+// alignment (rsp = 8 mod 16 at function entry).
+inline void fiber_init(fiber& f, char* stack, size_t size, void (*entry)()) {
+  uintptr_t top = ((uintptr_t)(stack + size)) & ~(uintptr_t)15;
+  void** sp = (void**)(top - 16);
+  sp[0] = (void*)entry;  // popped by ret
+  sp[1] = nullptr;       // entry never returns
+  sp -= 6;               // r15 r14 r13 r12 rbx rbp
+  for (int i = 0; i < 6; ++i) sp[i] = nullptr;
+  f.sp = sp;
+}
+}  // namespace bronze_rt
+#else
+namespace bronze_rt {
+struct fiber { ucontext_t uc; };
+inline void fiber_switch(fiber& from, fiber& to) { swapcontext(&from.uc, &to.uc); }
+inline void fiber_init(fiber& f, char* stack, size_t size, void (*entry)()) {
+  getcontext(&f.uc);
+  f.uc.uc_stack.ss_sp = stack;
+  f.uc.uc_stack.ss_size = size;
+  f.uc.uc_link = nullptr;
+  makecontext(&f.uc, entry, 0);
+}
+}  // namespace bronze_rt
+#endif
+
+namespace bronze_rt {
+struct ids {
+  uint3 tpig, tpitg, tgpig, tptg, dtptg, tpg, tgpg;  // tptg: actual (partial) size, dtptg: dispatched
+  uint tiitg, tiisg, sgiitg, tpsg, sgptg;
+};
+
+enum fiber_state { RUN, WAIT_TG, WAIT_SIMD, DONE };
+constexpr int kSimd = 32;
+constexpr int kSlot = 64;  // bytes a lane can exchange (up to a 4 x 64-bit vector)
+
+struct group_ctx {
+  int n = 0;
+  int cur = 0;
+  fiber main;
+  fiber* ctx = nullptr;
+  fiber_state* st = nullptr;
+  ids* id = nullptr;
+  unsigned char* xchg = nullptr;  // [simdgroup][parity][lane][kSlot]
+  int* parity = nullptr;          // per simdgroup
+  uint32_t* mask = nullptr;       // [simdgroup][parity]: lanes in the last collective
+  void (*invoke)(void*, const ids&) = nullptr;
+  void* fn = nullptr;
+};
+inline thread_local group_ctx* cur_group = nullptr;
+
+// Per-OS-thread buffers, grown as needed and kept for later launches.
+struct scratch {
+  char* p = nullptr;
+  size_t n = 0;
+  void* get(size_t bytes) {
+    if (bytes > n) {
+      __builtin_free(p);
+      p = (char*)__builtin_malloc(bytes);
+      n = bytes;
+    }
+    return p;
+  }
+};
+inline thread_local scratch tg_scratch[8];
+inline thread_local scratch fiber_scratch;
+
+// The fibers' stacks, kFiberStack bytes each, kStackStride apart with an
+// inaccessible guard below each. The build refuses kernels with a frame over
+// BRONZE_PRIVATE_BYTES (build_cpu.cpp); the 64 KiB over it hold the runtime's
+// frames, and the guard makes anything that still outgrows its stack fault at
+// once rather than overwrite its neighbour's frames. The region is only
+// reserved; pages are committed as frames touch them. (64 KiB guards suit
+// any page size up to 64 KiB.)
+constexpr size_t kFiberStack = BRONZE_PRIVATE_BYTES + 64 * 1024, kStackGuard = 64 * 1024,
+                 kStackStride = kFiberStack + kStackGuard;
+struct stack_region {
+  char* p = nullptr;
+  size_t n = 0;        // stacks
+  bool mapped = false;  // else malloc's, without guards (mmap refused)
+  ~stack_region() { release(); }
+  void release() {
+    if (mapped) munmap(p, n * kStackStride);
+    else __builtin_free(p);
+    p = nullptr;
+    n = 0;
+  }
+  char* get(size_t stacks) {  // the lowest stack's base (just above its guard)
+    if (stacks > n) {
+      release();
+#ifdef MAP_NORESERVE
+      const int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+#else
+      const int flags = MAP_PRIVATE | MAP_ANONYMOUS;
+#endif
+      void* m = mmap(nullptr, stacks * kStackStride, PROT_READ | PROT_WRITE, flags, -1, 0);
+      mapped = m != MAP_FAILED;
+      p = mapped ? (char*)m : (char*)__builtin_malloc(stacks * kStackStride);
+      n = stacks;
+      for (size_t k = 0; mapped && k < stacks; ++k) mprotect(p + k * kStackStride, kStackGuard, PROT_NONE);
+    }
+    return p + kStackGuard;
+  }
+};
+inline thread_local stack_region fiber_stacks;
+
+inline void* tg_buffer(int index, const bronze_cpu_launch* L) { return tg_scratch[index].get(L->tg_bytes[index] ? L->tg_bytes[index] : 16); }
+
+inline void group_geometry(const bronze_cpu_launch* L, uint64_t g, ids& id, uint32_t actual[3]) {
+  uint32_t gx = (uint32_t)(g % L->groups[0]);
+  uint32_t gy = (uint32_t)((g / L->groups[0]) % L->groups[1]);
+  uint32_t gz = (uint32_t)(g / ((uint64_t)L->groups[0] * L->groups[1]));
+  id.tgpig = uint3(gx, gy, gz);
+  uint32_t gi[3] = {gx, gy, gz};
+  for (int d = 0; d < 3; ++d) {
+    uint32_t start = gi[d] * L->group[d];
+    uint32_t left = L->grid[d] - start;
+    actual[d] = left < L->group[d] ? left : L->group[d];  // partial groups at the grid's end
+  }
+  id.tptg = uint3(actual[0], actual[1], actual[2]);
+}
+
+inline void thread_ids(const bronze_cpu_launch* L, ids& id, uint32_t lx, uint32_t ly, uint32_t lz, const uint32_t a[3]) {
+  id.tpitg = uint3(lx, ly, lz);
+  id.tpig = uint3(id.tgpig.x * L->group[0] + lx, id.tgpig.y * L->group[1] + ly, id.tgpig.z * L->group[2] + lz);
+  id.tiitg = lx + a[0] * (ly + a[1] * lz);
+  id.tiisg = id.tiitg % kSimd;
+  id.sgiitg = id.tiitg / kSimd;
+}
+
+inline void init_fixed(const bronze_cpu_launch* L, ids& id) {
+  id.tpg = uint3(L->grid[0], L->grid[1], L->grid[2]);
+  id.tgpg = uint3(L->groups[0], L->groups[1], L->groups[2]);
+  id.dtptg = uint3(L->group[0], L->group[1], L->group[2]);
+  id.tpsg = kSimd;
+}
+
+// Kernels without barriers or simdgroup functions: plain loops.
+template <class F>
+inline void run_groups(const bronze_cpu_launch* L, uint64_t g0, uint64_t g1, F&& f) {
+  ids id;
+  init_fixed(L, id);
+  for (uint64_t g = g0; g < g1; ++g) {
+    uint32_t a[3];
+    group_geometry(L, g, id, a);
+    uint32_t nthreads = a[0] * a[1] * a[2];
+    id.sgptg = (nthreads + kSimd - 1) / kSimd;
+    for (uint32_t lz = 0; lz < a[2]; ++lz)
+      for (uint32_t ly = 0; ly < a[1]; ++ly)
+        for (uint32_t lx = 0; lx < a[0]; ++lx) {
+          thread_ids(L, id, lx, ly, lz, a);
+          f(id);
+        }
+  }
+}
+
+inline void fiber_main() {
+  group_ctx* g = cur_group;
+  int index = g->cur;
+  g->invoke(g->fn, g->id[index]);
+  g->st[index] = DONE;
+  fiber_switch(g->ctx[index], g->main);  // never resumed
+  __builtin_unreachable();
+}
+
+inline void yield_as(fiber_state s) {
+  group_ctx* g = cur_group;
+  g->st[g->cur] = s;
+  fiber_switch(g->ctx[g->cur], g->main);
+}
+
+// Lanes of `sg` waiting at a collective are released together; mask records them.
+inline bool release_simd(group_ctx* g, int sg, bool only_if_complete) {
+  int lo = sg * kSimd, hi = lo + kSimd < g->n ? lo + kSimd : g->n;
+  uint32_t waiting = 0;
+  bool others = false;
+  for (int i = lo; i < hi; ++i) {
+    if (g->st[i] == WAIT_SIMD) waiting |= 1u << (i - lo);
+    else if (g->st[i] != DONE) others = true;
+  }
+  if (!waiting || (only_if_complete && others)) return false;
+  int p = g->parity[sg];
+  g->mask[sg * 2 + p] = waiting;
+  g->parity[sg] = p ^ 1;
+  for (int i = lo; i < hi; ++i)
+    if (waiting & (1u << (i - lo))) g->st[i] = RUN;
+  return true;
+}
+
+template <class F>
+inline void invoke_erased(void* fn, const ids& id) { (*(F*)fn)(id); }
+
+// Kernels with barriers or simdgroup functions: each threadgroup's threads
+// run as fibers on this OS thread, switching at every barrier/collective.
+template <class F>
+inline void run_groups_cooperative(const bronze_cpu_launch* L, uint64_t g0, uint64_t g1, F&& f) {
+  ids base;
+  init_fixed(L, base);
+  const uint32_t max_threads = L->group[0] * L->group[1] * L->group[2];
+  const int nsg = (int)((max_threads + kSimd - 1) / kSimd);
+  // One per-OS-thread block: contexts, states, ids, exchange slots (the stacks are fiber_stacks).
+  const size_t n_ctx = sizeof(fiber) * max_threads, n_st = sizeof(fiber_state) * max_threads,
+               n_id = sizeof(ids) * max_threads, n_x = (size_t)nsg * 2 * kSimd * kSlot;
+  auto round16 = [](size_t v) { return (v + 15) & ~(size_t)15; };
+  char* mem = (char*)fiber_scratch.get(round16(n_ctx) + round16(n_st) + round16(n_id) + n_x);
+  fiber* ctx = (fiber*)mem;
+  fiber_state* st = (fiber_state*)(mem + round16(n_ctx));
+  ids* idv = (ids*)(mem + round16(n_ctx) + round16(n_st));
+  unsigned char* xchg = (unsigned char*)(mem + round16(n_ctx) + round16(n_st) + round16(n_id));
+  char* stacks = fiber_stacks.get(max_threads);
+  int parity[32];
+  uint32_t mask[64];
+  group_ctx g;
+  g.ctx = ctx;
+  g.st = st;
+  g.id = idv;
+  g.xchg = xchg;
+  g.parity = parity;
+  g.mask = mask;
+  g.invoke = &invoke_erased<typename __remove_ref<F>::type>;
+  g.fn = (void*)&f;
+  group_ctx* saved = cur_group;
+  cur_group = &g;
+  for (uint64_t gi = g0; gi < g1; ++gi) {
+    uint32_t a[3];
+    ids id = base;
+    group_geometry(L, gi, id, a);
+    g.n = (int)(a[0] * a[1] * a[2]);
+    id.sgptg = (uint32_t)((g.n + kSimd - 1) / kSimd);
+    for (int s = 0; s < nsg; ++s) parity[s] = 0;
+    int k = 0;
+    for (uint32_t lz = 0; lz < a[2]; ++lz)
+      for (uint32_t ly = 0; ly < a[1]; ++ly)
+        for (uint32_t lx = 0; lx < a[0]; ++lx, ++k) {
+          thread_ids(L, id, lx, ly, lz, a);
+          idv[k] = id;
+          st[k] = RUN;
+          fiber_init(ctx[k], stacks + (size_t)k * kStackStride, kFiberStack, fiber_main);
+        }
+    for (;;) {
+      for (int i = 0; i < g.n; ++i) {
+        if (st[i] != RUN) continue;
+        g.cur = i;
+        fiber_switch(g.main, ctx[i]);
+      }
+      bool done = true, all_tg = true;
+      for (int i = 0; i < g.n; ++i) {
+        if (st[i] != DONE) done = false;
+        if (st[i] != DONE && st[i] != WAIT_TG) all_tg = false;
+      }
+      if (done) break;
+      bool released = false;
+      for (int s = 0; s < (int)id.sgptg; ++s) released |= release_simd(&g, s, true);
+      if (released) continue;
+      if (all_tg) {
+        for (int i = 0; i < g.n; ++i)
+          if (st[i] == WAIT_TG) st[i] = RUN;
+        continue;
+      }
+      // Collectives in divergent code: the lanes that reached them are the active ones.
+      for (int s = 0; s < (int)id.sgptg; ++s) release_simd(&g, s, false);
+    }
+  }
+  cur_group = saved;
+}
+
+// Exchanges x among the simdgroup's active lanes; returns the lanes' slots
+// and the active mask.
+template <class T>
+inline const T* exchange(T x, uint32_t* active, uint* lane) {
+  static_assert(sizeof(T) <= kSlot, "simdgroup functions take values up to 64 bytes");
+  group_ctx* g = cur_group;
+  if (!g) {  // a kernel bronze did not recognise as cooperative
+    *active = 1;
+    *lane = 0;
+    static thread_local T single;
+    single = x;
+    return &single;
+  }
+  const ids& id = g->id[g->cur];
+  int sg = (int)id.sgiitg, p = g->parity[sg];
+  unsigned char* base = g->xchg + ((size_t)(sg * 2 + p) * kSimd) * kSlot;
+  __builtin_memcpy(base + id.tiisg * kSlot, &x, sizeof(T));
+  yield_as(WAIT_SIMD);
+  *active = g->mask[sg * 2 + p];
+  *lane = id.tiisg;
+  return (const T*)base;  // slot stride is kSlot bytes: use slot()
+}
+template <class T> inline const T& slot(const T* base, uint l) { return *(const T*)((const unsigned char*)base + l * kSlot); }
+}  // namespace bronze_rt
+
+
+inline void threadgroup_barrier(mem_flags = mem_flags::mem_none) {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  if (bronze_rt::cur_group) bronze_rt::yield_as(bronze_rt::WAIT_TG);
+}
+inline void simdgroup_barrier(mem_flags = mem_flags::mem_none) {
+  uint32_t m;
+  uint l;
+  bronze_rt::exchange(0, &m, &l);
+}
+
+namespace metal {
+#define BRONZE_SIMD_BEGIN(T, x)       \
+  uint32_t active;                  \
+  uint lane;                        \
+  const T* b = bronze_rt::exchange(x, &active, &lane);
+#define BRONZE_ACTIVE(l) (active & (1u << (l)))
+template <class T> inline T simd_sum(T x) {
+  BRONZE_SIMD_BEGIN(T, x)
+  T r = T(0);
+  for (uint l = 0; l < 32; ++l) if (BRONZE_ACTIVE(l)) r += bronze_rt::slot(b, l);
+  return r;
+}
+template <class T> inline T simd_product(T x) {
+  BRONZE_SIMD_BEGIN(T, x)
+  T r = T(1);
+  for (uint l = 0; l < 32; ++l) if (BRONZE_ACTIVE(l)) r *= bronze_rt::slot(b, l);
+  return r;
+}
+template <class T> inline T simd_max(T x) {
+  BRONZE_SIMD_BEGIN(T, x)
+  T r = x;
+  for (uint l = 0; l < 32; ++l) if (BRONZE_ACTIVE(l)) r = max(r, bronze_rt::slot(b, l));
+  return r;
+}
+template <class T> inline T simd_min(T x) {
+  BRONZE_SIMD_BEGIN(T, x)
+  T r = x;
+  for (uint l = 0; l < 32; ++l) if (BRONZE_ACTIVE(l)) r = min(r, bronze_rt::slot(b, l));
+  return r;
+}
+template <class T> inline T simd_prefix_exclusive_sum(T x) {
+  BRONZE_SIMD_BEGIN(T, x)
+  T r = T(0);
+  for (uint l = 0; l < lane; ++l) if (BRONZE_ACTIVE(l)) r += bronze_rt::slot(b, l);
+  return r;
+}
+template <class T> inline T simd_prefix_inclusive_sum(T x) {
+  BRONZE_SIMD_BEGIN(T, x)
+  T r = T(0);
+  for (uint l = 0; l <= lane; ++l) if (BRONZE_ACTIVE(l)) r += bronze_rt::slot(b, l);
+  return r;
+}
+template <class T> inline T simd_prefix_inclusive_product(T x) {
+  BRONZE_SIMD_BEGIN(T, x)
+  T r = T(1);
+  for (uint l = 0; l <= lane; ++l) if (BRONZE_ACTIVE(l)) r *= bronze_rt::slot(b, l);
+  return r;
+}
+#define BRONZE_SIMD_BITS(name, op)                                                          \
+  template <class T> inline T name(T x) {                                                   \
+    BRONZE_SIMD_BEGIN(T, x)                                                                 \
+    T r = bronze_rt::slot(b, (uint)__builtin_ctz(active));                                  \
+    for (uint l = __builtin_ctz(active) + 1; l < 32; ++l)                                   \
+      if (BRONZE_ACTIVE(l)) r = T(r op bronze_rt::slot(b, l));                              \
+    return r;                                                                               \
+  }
+BRONZE_SIMD_BITS(simd_and, &) BRONZE_SIMD_BITS(simd_or, |) BRONZE_SIMD_BITS(simd_xor, ^)
+#undef BRONZE_SIMD_BITS
+template <class T> inline T simd_prefix_exclusive_product(T x) {
+  BRONZE_SIMD_BEGIN(T, x)
+  T r = T(1);
+  for (uint l = 0; l < lane; ++l) if (BRONZE_ACTIVE(l)) r *= bronze_rt::slot(b, l);
+  return r;
+}
+template <class T> inline T bronze_lane_or_self(const T* b, uint32_t active, uint l, T x) {
+  return l < 32 && (active & (1u << l)) ? bronze_rt::slot(b, l) : x;
+}
+template <class T> inline T simd_shuffle(T x, ushort src) { BRONZE_SIMD_BEGIN(T, x) return bronze_lane_or_self(b, active, src, x); }
+template <class T> inline T simd_broadcast(T x, ushort src) { BRONZE_SIMD_BEGIN(T, x) return bronze_lane_or_self(b, active, src, x); }
+template <class T> inline T simd_shuffle_down(T x, ushort d) { BRONZE_SIMD_BEGIN(T, x) return bronze_lane_or_self(b, active, lane + d, x); }
+template <class T> inline T simd_shuffle_up(T x, ushort d) { BRONZE_SIMD_BEGIN(T, x) return lane >= d ? bronze_lane_or_self(b, active, lane - d, x) : x; }
+template <class T> inline T simd_shuffle_xor(T x, ushort m) { BRONZE_SIMD_BEGIN(T, x) return bronze_lane_or_self(b, active, lane ^ m, x); }
+template <class T> inline T simd_shuffle_rotate_up(T x, ushort d) { BRONZE_SIMD_BEGIN(T, x) return bronze_lane_or_self(b, active, (lane + 32 - d % 32) % 32, x); }
+template <class T> inline T simd_shuffle_rotate_down(T x, ushort d) { BRONZE_SIMD_BEGIN(T, x) return bronze_lane_or_self(b, active, (lane + d) % 32, x); }
+// data from lane + delta within each `modulo`-lane segment, past its end
+// `fill` from the segment's start (up: data from lane - delta, before the
+// start `fill` from the segment's end).
+template <class T> struct bronze_fill_pair { T data, fill; };
+template <class T> inline T simd_shuffle_and_fill_down(T data, T fill, ushort delta, ushort modulo = 32) {
+  BRONZE_SIMD_BEGIN(bronze_fill_pair<T>, (bronze_fill_pair<T>{data, fill}))
+  uint seg = lane / modulo * modulo, i = lane % modulo + delta;
+  uint src = seg + (i < modulo ? i : i - modulo);
+  if (src >= 32 || !BRONZE_ACTIVE(src)) return data;
+  return i < modulo ? bronze_rt::slot(b, src).data : bronze_rt::slot(b, src).fill;
+}
+template <class T> inline T simd_shuffle_and_fill_up(T data, T fill, ushort delta, ushort modulo = 32) {
+  BRONZE_SIMD_BEGIN(bronze_fill_pair<T>, (bronze_fill_pair<T>{data, fill}))
+  uint seg = lane / modulo * modulo, j = lane % modulo;
+  uint src = seg + (j >= delta ? j - delta : j + modulo - delta);
+  if (src >= 32 || !BRONZE_ACTIVE(src)) return data;
+  return j >= delta ? bronze_rt::slot(b, src).data : bronze_rt::slot(b, src).fill;
+}
+template <class T> inline T simd_broadcast_first(T x) {
+  BRONZE_SIMD_BEGIN(T, x)
+  return bronze_lane_or_self(b, active, active ? (uint)__builtin_ctz(active) : 0u, x);
+}
+inline simd_vote simd_ballot(bool pred) {
+  BRONZE_SIMD_BEGIN(bool, pred)
+  uint64_t r = 0;
+  for (uint l = 0; l < 32; ++l) if (BRONZE_ACTIVE(l) && bronze_rt::slot(b, l)) r |= 1ull << l;
+  return simd_vote{r};
+}
+inline bool simd_all(bool pred) {
+  BRONZE_SIMD_BEGIN(bool, pred)
+  for (uint l = 0; l < 32; ++l) if (BRONZE_ACTIVE(l) && !bronze_rt::slot(b, l)) return false;
+  return true;
+}
+inline bool simd_any(bool pred) {
+  BRONZE_SIMD_BEGIN(bool, pred)
+  for (uint l = 0; l < 32; ++l) if (BRONZE_ACTIVE(l) && bronze_rt::slot(b, l)) return true;
+  return false;
+}
+inline bool simd_is_first() {
+  BRONZE_SIMD_BEGIN(int, 0)
+  return active && lane == (uint)__builtin_ctz(active);
+}
+#undef BRONZE_SIMD_BEGIN
+#undef BRONZE_ACTIVE
+}  // namespace metal
+
+// -------------------------------------------------------------- atomics
+// The generic __atomic builtins work for float as well as the integers.
+template <class T> inline T atomic_load_explicit(bronze_atomic<T>* a, memory_order) {
+  T v;
+  __atomic_load(&a->v, &v, __ATOMIC_RELAXED);
+  return v;
+}
+template <class T, class U> inline void atomic_store_explicit(bronze_atomic<T>* a, U x, memory_order) {
+  T v = T(x);
+  __atomic_store(&a->v, &v, __ATOMIC_RELAXED);
+}
+template <class T, class U> inline T atomic_exchange_explicit(bronze_atomic<T>* a, U x, memory_order) {
+  T v = T(x), old;
+  __atomic_exchange(&a->v, &v, &old, __ATOMIC_RELAXED);
+  return old;
+}
+template <class T, class U>
+inline bool atomic_compare_exchange_weak_explicit(bronze_atomic<T>* a, T* expected, U desired, memory_order, memory_order) {
+  T d = T(desired);
+  return __atomic_compare_exchange(&a->v, expected, &d, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+// Read-modify-write as a compare-exchange loop on any T; f(old) gives the new value.
+template <class T, class F> inline T bronze_atomic_rmw(bronze_atomic<T>* a, F f) {
+  T old = atomic_load_explicit(a, memory_order_relaxed);
+  T next = f(old);
+  while (!__atomic_compare_exchange(&a->v, &old, &next, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) next = f(old);
+  return old;
+}
+template <class T, class U> inline T atomic_fetch_add_explicit(bronze_atomic<T>* a, U x, memory_order) {
+  if constexpr (T(0.5) != T(0)) return bronze_atomic_rmw(a, [&](T o) { return T(o + T(x)); });
+  else return __atomic_fetch_add(&a->v, T(x), __ATOMIC_RELAXED);
+}
+template <class T, class U> inline T atomic_fetch_sub_explicit(bronze_atomic<T>* a, U x, memory_order) {
+  if constexpr (T(0.5) != T(0)) return bronze_atomic_rmw(a, [&](T o) { return T(o - T(x)); });
+  else return __atomic_fetch_sub(&a->v, T(x), __ATOMIC_RELAXED);
+}
+template <class T, class U> inline T atomic_fetch_max_explicit(bronze_atomic<T>* a, U x, memory_order) {
+  return bronze_atomic_rmw(a, [&](T o) { return o < T(x) ? T(x) : o; });
+}
+template <class T, class U> inline T atomic_fetch_min_explicit(bronze_atomic<T>* a, U x, memory_order) {
+  return bronze_atomic_rmw(a, [&](T o) { return T(x) < o ? T(x) : o; });
+}
+template <class T, class U> inline T atomic_fetch_and_explicit(bronze_atomic<T>* a, U x, memory_order) { return __atomic_fetch_and(&a->v, T(x), __ATOMIC_RELAXED); }
+template <class T, class U> inline T atomic_fetch_or_explicit(bronze_atomic<T>* a, U x, memory_order) { return __atomic_fetch_or(&a->v, T(x), __ATOMIC_RELAXED); }
+template <class T, class U> inline T atomic_fetch_xor_explicit(bronze_atomic<T>* a, U x, memory_order) { return __atomic_fetch_xor(&a->v, T(x), __ATOMIC_RELAXED); }

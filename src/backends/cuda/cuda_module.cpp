@@ -1,0 +1,26 @@
+#include "backends/cuda/cuda_module.hpp"
+
+#include "backends/cuda/nvrtc.hpp"
+
+namespace bronze::cuda {
+
+runtime::ModuleObject build_module(const runtime::ModuleSource& src) {
+  NvrtcRequest rq;
+  rq.source = src.code;
+  rq.filename = src.filename;
+  rq.headers = src.headers;
+  rq.headers.emplace_back("bronze_metal_cuda.h", embedded::bronze_metal_cuda_h);
+  rq.arch = src.gpu_arch;
+  rq.ptx = src.ptx;
+  rq.options = {"-lineinfo", "-w"};  // -lineinfo: Nsight and compute-sanitizer show the user's lines
+  rq.name_expressions = src.name_expressions;
+  NvrtcResult r = nvrtc_compile(rq);
+  runtime::ModuleObject o;
+  o.ok = r.ok;
+  o.diagnostics = std::move(r.log);
+  o.image = std::move(r.image);
+  o.lowered = std::move(r.lowered);
+  return o;
+}
+
+}  // namespace bronze::cuda

@@ -1,0 +1,247 @@
+// Running a Metal grid as a CUDA grid (included by bronze_metal.h, inside
+// namespace bronze_msl): threadgroups are blocks, simdgroups are warps,
+// threadgroup_barrier is __syncthreads, atomics are CUDA's atomics.
+//
+// dispatchThreads grids end in partial threadgroups: the threads of the
+// last block that lie outside the grid return before the kernel body runs.
+// That keeps barriers correct (exited threads do not hold up bar.sync) and
+// leaves them out of the simdgroup functions, which work on the active mask:
+// a full warp takes the shuffle-tree path, a partial one (the grid's end, or
+// divergent code) a loop over its active lanes, as Metal's semantics ask.
+#pragma once
+
+namespace bronze_rt {
+extern __shared__ __align__(16) unsigned char dynamic_smem[];
+inline void* tg_buffer(int index, const bronze_gpu_launch& L) { return dynamic_smem + L.tg_offset[index]; }
+
+struct ids {
+  uint3 tpig, tpitg, tgpig, tptg, dtptg, tpg, tgpg;  // tptg: actual (partial) size, dtptg: dispatched
+  uint tiitg, tiisg, sgiitg, tpsg, sgptg;
+};
+
+// This thread's Metal ids; false for threads past the grid's end.
+// thread_index_in_threadgroup linearizes by the group's actual size, as
+// Metal does; simdgroup lane and index follow the hardware's warps (CUDA's
+// order by the dispatched size). The two differ only in 2-D/3-D partial
+// groups, where a CUDA block keeps masked threads Metal would not launch.
+inline bool make_ids(const bronze_gpu_launch& L, ids& id) {
+  id.tpitg = uint3(threadIdx.x, threadIdx.y, threadIdx.z);
+  id.tgpig = uint3(blockIdx.x, blockIdx.y, blockIdx.z);
+  id.dtptg = uint3(blockDim.x, blockDim.y, blockDim.z);
+  id.tpig = uint3(blockIdx.x * blockDim.x + threadIdx.x, blockIdx.y * blockDim.y + threadIdx.y,
+                  blockIdx.z * blockDim.z + threadIdx.z);
+  if (id.tpig.x >= L.grid[0] || id.tpig.y >= L.grid[1] || id.tpig.z >= L.grid[2]) return false;
+  id.tpg = uint3(L.grid[0], L.grid[1], L.grid[2]);
+  id.tgpg = uint3(gridDim.x, gridDim.y, gridDim.z);
+  uint ax = ::min(blockDim.x, L.grid[0] - blockIdx.x * blockDim.x);
+  uint ay = ::min(blockDim.y, L.grid[1] - blockIdx.y * blockDim.y);
+  uint az = ::min(blockDim.z, L.grid[2] - blockIdx.z * blockDim.z);
+  id.tptg = uint3(ax, ay, az);
+  id.tiitg = threadIdx.x + ax * (threadIdx.y + ay * threadIdx.z);
+  uint physical = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  id.tiisg = physical & 31u;
+  id.sgiitg = physical >> 5;
+  id.tpsg = 32;
+  id.sgptg = (ax * ay * az + 31) / 32;
+  return true;
+}
+
+inline uint lane() {
+  uint l;
+  asm("mov.u32 %0, %%laneid;" : "=r"(l));
+  return l;
+}
+inline int first_lane(unsigned m) { return __ffs(m) - 1; }
+
+// Shuffles of any value up to 64 bytes, in 32-bit words.
+template <class T> inline T shfl(unsigned m, const T& x, int src) {
+  constexpr int W = (sizeof(T) + 3) / 4;
+  static_assert(W <= 16, "simdgroup functions take values up to 64 bytes");
+  unsigned w[W];
+  w[W - 1] = 0;
+  BRONZE_MEMCPY(w, &x, sizeof(T));
+  for (int i = 0; i < W; ++i) w[i] = __shfl_sync(m, w[i], src);
+  T r;
+  BRONZE_MEMCPY(&r, w, sizeof(T));
+  return r;
+}
+template <class T> inline T shfl_xor(unsigned m, const T& x, int lane_mask) {
+  constexpr int W = (sizeof(T) + 3) / 4;
+  unsigned w[W];
+  w[W - 1] = 0;
+  BRONZE_MEMCPY(w, &x, sizeof(T));
+  for (int i = 0; i < W; ++i) w[i] = __shfl_xor_sync(m, w[i], lane_mask);
+  T r;
+  BRONZE_MEMCPY(&r, w, sizeof(T));
+  return r;
+}
+
+// op over the active lanes; every lane gets the same value.
+template <class T, class Op> inline T reduce(T x, Op op) {
+  unsigned m = __activemask();
+  if (m == 0xffffffffu) {
+    for (int o = 16; o; o >>= 1) x = op(x, shfl_xor(m, x, o));
+    return x;
+  }
+  T r = shfl(m, x, first_lane(m));
+  for (unsigned rest = m & (m - 1); rest; rest &= rest - 1) r = op(r, shfl(m, x, first_lane(rest)));
+  return r;
+}
+
+// Inclusive scan over the active lanes in lane order; identity for none before.
+template <class T, class Op> inline T scan(T x, Op op, T identity, bool inclusive) {
+  unsigned m = __activemask();
+  uint me = lane();
+  if (m == 0xffffffffu) {
+    for (uint o = 1; o < 32; o <<= 1) {
+      T y = shfl(m, x, me >= o ? me - o : me);
+      if (me >= o) x = op(y, x);
+    }
+    if (inclusive) return x;
+    T prev = shfl(m, x, me ? me - 1 : 0);
+    return me ? prev : identity;
+  }
+  T r = identity;
+  for (unsigned rest = m; rest; rest &= rest - 1) {
+    uint l = (uint)first_lane(rest);
+    T v = shfl(m, x, (int)l);
+    if (l < me || (inclusive && l == me)) r = op(r, v);
+  }
+  return r;
+}
+
+// x from lane src when it is active, else the caller's own x.
+template <class T> inline T from_lane(T x, uint src) {
+  unsigned m = __activemask();
+  T v = shfl(m, x, (int)(src & 31u));
+  return src < 32 && ((m >> src) & 1u) ? v : x;
+}
+
+template <class A, class B> struct same { static constexpr bool value = false; };
+template <class A> struct same<A, A> { static constexpr bool value = true; };
+template <class T> constexpr bool is_word_int = same<T, int>::value || same<T, uint>::value;
+}  // namespace bronze_rt
+
+inline void threadgroup_barrier(mem_flags = mem_flags::mem_none) { __syncthreads(); }
+inline void simdgroup_barrier(mem_flags = mem_flags::mem_none) { __syncwarp(__activemask()); }
+
+namespace metal {
+template <class T> inline T simd_sum(T x) { return bronze_rt::reduce(x, [](T a, T b) { return T(a + b); }); }
+template <class T> inline T simd_product(T x) { return bronze_rt::reduce(x, [](T a, T b) { return T(a * b); }); }
+template <class T> inline T simd_max(T x) { return bronze_rt::reduce(x, [](T a, T b) { return max(a, b); }); }
+template <class T> inline T simd_min(T x) { return bronze_rt::reduce(x, [](T a, T b) { return min(a, b); }); }
+template <class T> inline T simd_prefix_inclusive_sum(T x) {
+  return bronze_rt::scan(x, [](T a, T b) { return T(a + b); }, T(0), true);
+}
+template <class T> inline T simd_prefix_exclusive_sum(T x) {
+  return bronze_rt::scan(x, [](T a, T b) { return T(a + b); }, T(0), false);
+}
+template <class T> inline T simd_prefix_inclusive_product(T x) {
+  return bronze_rt::scan(x, [](T a, T b) { return T(a * b); }, T(1), true);
+}
+template <class T> inline T simd_and(T x) { return bronze_rt::reduce(x, [](T a, T b) { return T(a & b); }); }
+template <class T> inline T simd_or(T x) { return bronze_rt::reduce(x, [](T a, T b) { return T(a | b); }); }
+template <class T> inline T simd_xor(T x) { return bronze_rt::reduce(x, [](T a, T b) { return T(a ^ b); }); }
+template <class T> inline T simd_prefix_exclusive_product(T x) {
+  return bronze_rt::scan(x, [](T a, T b) { return T(a * b); }, T(1), false);
+}
+template <class T> inline T simd_shuffle(T x, ushort src) { return bronze_rt::from_lane(x, src); }
+template <class T> inline T simd_broadcast(T x, ushort src) { return bronze_rt::from_lane(x, src); }
+template <class T> inline T simd_shuffle_down(T x, ushort d) { return bronze_rt::from_lane(x, bronze_rt::lane() + d); }
+template <class T> inline T simd_shuffle_up(T x, ushort d) {
+  uint me = bronze_rt::lane();
+  return bronze_rt::from_lane(x, me >= d ? me - d : me);
+}
+template <class T> inline T simd_shuffle_xor(T x, ushort m) { return bronze_rt::from_lane(x, bronze_rt::lane() ^ m); }
+template <class T> inline T simd_shuffle_rotate_up(T x, ushort d) {
+  return bronze_rt::from_lane(x, (bronze_rt::lane() + 32u - d % 32u) % 32u);
+}
+template <class T> inline T simd_shuffle_rotate_down(T x, ushort d) {
+  return bronze_rt::from_lane(x, (bronze_rt::lane() + d) % 32u);
+}
+// data from lane + delta within each `modulo`-lane segment, past its end
+// `fill` from the segment's start (up: the mirror image). Both shuffles run
+// on every lane: a warp shuffle needs all of them.
+template <class T> inline T simd_shuffle_and_fill_down(T data, T fill, ushort delta, ushort modulo = 32) {
+  uint me = bronze_rt::lane(), seg = me / modulo * modulo, i = me % modulo + delta;
+  T a = bronze_rt::from_lane(data, seg + (i < modulo ? i : 0));
+  T f = bronze_rt::from_lane(fill, seg + (i < modulo ? 0 : i - modulo));
+  return i < modulo ? a : f;
+}
+template <class T> inline T simd_shuffle_and_fill_up(T data, T fill, ushort delta, ushort modulo = 32) {
+  uint me = bronze_rt::lane(), seg = me / modulo * modulo, j = me % modulo;
+  T a = bronze_rt::from_lane(data, seg + (j >= delta ? j - delta : 0));
+  T f = bronze_rt::from_lane(fill, seg + (j >= delta ? 0 : j + modulo - delta));
+  return j >= delta ? a : f;
+}
+template <class T> inline T simd_broadcast_first(T x) {
+  return bronze_rt::from_lane(x, (uint)bronze_rt::first_lane(__activemask()));
+}
+inline simd_vote simd_ballot(bool pred) { return simd_vote{(uint64_t)__ballot_sync(__activemask(), pred)}; }
+inline bool simd_all(bool pred) { return __all_sync(__activemask(), pred); }
+inline bool simd_any(bool pred) { return __any_sync(__activemask(), pred); }
+inline bool simd_is_first() { return (int)bronze_rt::lane() == bronze_rt::first_lane(__activemask()); }
+}  // namespace metal
+
+// -------------------------------------------------------------- atomics
+// Relaxed order only (all Metal offers). int/uint/float map to the hardware
+// atomics; the rest is a compare-and-swap loop on the 32-bit word.
+namespace bronze_rt {
+template <class T> inline unsigned to_word(T v) {
+  static_assert(sizeof(T) == 4, "bronze's CUDA atomics take 32-bit types");
+  unsigned u;
+  BRONZE_MEMCPY(&u, &v, 4);
+  return u;
+}
+template <class T> inline T from_word(unsigned u) {
+  T v;
+  BRONZE_MEMCPY(&v, &u, 4);
+  return v;
+}
+template <class T> inline T cas(T* p, T expected, T desired) {
+  return from_word<T>(atomicCAS((unsigned*)p, to_word(expected), to_word(desired)));
+}
+template <class T, class F> inline T rmw(T* p, F f) {
+  T old = *(volatile T*)p;
+  for (;;) {
+    T seen = cas(p, old, f(old));
+    if (to_word(seen) == to_word(old)) return old;
+    old = seen;
+  }
+}
+}  // namespace bronze_rt
+
+template <class T> inline T atomic_load_explicit(const bronze_atomic<T>* a, memory_order) { return *(const volatile T*)&a->v; }
+template <class T, class U> inline void atomic_store_explicit(bronze_atomic<T>* a, U x, memory_order) {
+  *(volatile T*)&a->v = T(x);
+}
+template <class T, class U> inline T atomic_exchange_explicit(bronze_atomic<T>* a, U x, memory_order) {
+  return bronze_rt::from_word<T>(atomicExch((unsigned*)&a->v, bronze_rt::to_word(T(x))));
+}
+template <class T, class U>
+inline bool atomic_compare_exchange_weak_explicit(bronze_atomic<T>* a, T* expected, U desired, memory_order, memory_order) {
+  T seen = bronze_rt::cas(&a->v, *expected, T(desired));
+  if (bronze_rt::to_word(seen) == bronze_rt::to_word(*expected)) return true;
+  *expected = seen;
+  return false;
+}
+template <class T, class U> inline T atomic_fetch_add_explicit(bronze_atomic<T>* a, U x, memory_order) {
+  if constexpr (bronze_rt::is_word_int<T> || bronze_rt::same<T, float>::value) return atomicAdd(&a->v, T(x));
+  else return bronze_rt::rmw(&a->v, [&](T o) { return T(o + T(x)); });
+}
+template <class T, class U> inline T atomic_fetch_sub_explicit(bronze_atomic<T>* a, U x, memory_order) {
+  if constexpr (bronze_rt::is_word_int<T>) return atomicSub(&a->v, T(x));
+  else if constexpr (bronze_rt::same<T, float>::value) return atomicAdd(&a->v, -T(x));
+  else return bronze_rt::rmw(&a->v, [&](T o) { return T(o - T(x)); });
+}
+template <class T, class U> inline T atomic_fetch_max_explicit(bronze_atomic<T>* a, U x, memory_order) {
+  if constexpr (bronze_rt::is_word_int<T>) return atomicMax(&a->v, T(x));
+  else return bronze_rt::rmw(&a->v, [&](T o) { return o < T(x) ? T(x) : o; });
+}
+template <class T, class U> inline T atomic_fetch_min_explicit(bronze_atomic<T>* a, U x, memory_order) {
+  if constexpr (bronze_rt::is_word_int<T>) return atomicMin(&a->v, T(x));
+  else return bronze_rt::rmw(&a->v, [&](T o) { return T(x) < o ? T(x) : o; });
+}
+template <class T, class U> inline T atomic_fetch_and_explicit(bronze_atomic<T>* a, U x, memory_order) { return atomicAnd(&a->v, T(x)); }
+template <class T, class U> inline T atomic_fetch_or_explicit(bronze_atomic<T>* a, U x, memory_order) { return atomicOr(&a->v, T(x)); }
+template <class T, class U> inline T atomic_fetch_xor_explicit(bronze_atomic<T>* a, U x, memory_order) { return atomicXor(&a->v, T(x)); }

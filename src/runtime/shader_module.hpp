@@ -1,0 +1,74 @@
+// The door between the shader front end and the backends: a backend builds
+// a module from a generated translation unit with its own toolchain (the
+// host compiler on the CPU, NVRTC on CUDA) and loads it (dlopen,
+// cuModuleLoadData). The front end knows no backend and the backends know no
+// Metal: what passes between them is code, headers and symbols.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bronze/device.hpp"
+
+namespace bronze::runtime {
+
+// The stack a kernel's thread may take for its private arrays and locals:
+// CUDA's limit on a thread's local memory, so a kernel that builds on the
+// CPU fits on CUDA too.
+constexpr std::size_t kMaxPrivateBytes = 512 * 1024;
+
+// The language a backend compiles generated kernels in.
+enum class ShaderTarget {
+  HostCpp,  // C++17 for the host compiler; entries per launch_abi.h's bronze_cpu_entry
+  CudaCpp,  // CUDA C++ for NVRTC; entries take a bronze_gpu_launch first
+};
+
+struct ModuleSource {
+  std::string code;
+  std::string filename = "bronze-shader.cu";  // as the compiler names the code (units name their files by #line)
+  std::vector<std::pair<std::string, std::string>> headers;  // (name, text) beside the code
+  // CUDA C++ kernels that are not extern "C": their names, lowered by NVRTC.
+  std::vector<std::string> name_expressions;
+  int gpu_arch = 0;   // CUDA: sm_XY as XY
+  bool ptx = false;   // CUDA: PTX for compute_XY instead of a cubin
+  // CPU: called with the compiler's stack-usage report before the object is
+  // cached; what it throws leaves nothing cached.
+  std::function<void(const std::string&)> check_stack;
+};
+
+// A built module: a shared object's path (CPU) or an image (cubin, PTX,
+// fatbin), or the compiler's messages.
+struct ModuleObject {
+  bool ok = false;
+  std::string diagnostics;
+  std::string path;
+  std::vector<char> image;
+  std::vector<std::string> lowered;  // one per name expression
+};
+
+// A kernel of a loaded module: the symbols asked for, what was found.
+struct ModuleKernel {
+  std::string symbol;        // in: the entry's (lowered) name
+  std::string table_symbol;  // in, optional: an array of table_words uint64 (a kernel's layout table)
+  std::size_t table_words = 0;
+  std::string tgmem_symbol;  // in, optional (CPU): a uint64, the kernel's static threadgroup bytes
+  const void* entry = nullptr;  // out: the backend's function handle
+  int max_threads = 0;          // out: threads per group it can launch with
+  std::size_t static_shared_bytes = 0;
+  std::vector<std::uint64_t> table;      // out: the table's words
+  std::vector<std::size_t> param_sizes;  // out: each parameter's bytes, where the driver tells
+};
+
+// What a backend offers for shaders, available without a device (CUDA
+// builds need NVRTC, not a GPU). Loading is the device's (DeviceImpl).
+struct ShaderBackend {
+  ShaderTarget target;
+  ModuleObject (*build)(const ModuleSource&);
+};
+const ShaderBackend& shader_backend(DeviceType type);
+
+}  // namespace bronze::runtime

@@ -1,0 +1,193 @@
+#include "shader/diagnostics.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+#include "bronze/error.hpp"
+#include "runtime/shader_module.hpp"
+
+namespace bronze::shader {
+namespace {
+// The line with a caret under `col` (none when col is 0).
+std::string source_excerpt(const std::string& src, int line, int col) {
+  std::size_t start = 0;
+  for (int l = 1; l < line && start != std::string::npos; ++l) {
+    start = src.find('\n', start);
+    if (start != std::string::npos) ++start;
+  }
+  if (start == std::string::npos || line < 1) return "";
+  std::string text = src.substr(start, src.find('\n', start) - start);
+  std::string num = std::to_string(line);
+  std::string out = " " + num + " | " + text + "\n";
+  if (col > 0) out += " " + std::string(num.size(), ' ') + " | " + std::string(col - 1, ' ') + "^\n";
+  return out;
+}
+
+std::vector<std::string> split_lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while (pos < s.size()) {
+    std::size_t end = s.find('\n', pos);
+    out.push_back(s.substr(pos, end == std::string::npos ? std::string::npos : end - pos));
+    pos = end == std::string::npos ? s.size() : end + 1;
+  }
+  return out;
+}
+
+// One error: its file, line, column (0 when unknown) and the message in
+// GCC's "file:line:col: error: text" form.
+struct Diagnostic {
+  std::string file;
+  int line = 0, col = 0;
+  std::string text;
+};
+
+// Reads "file:12:5: error: ..." (GCC, Clang; "fatal error" too) and
+// "file(12): error: ..." with NVRTC's caret two lines on.
+bool parse_line(const std::vector<std::string>& lines, std::size_t i, Diagnostic& d) {
+  const std::string& l = lines[i];
+  for (std::size_t p = l.find(':'); p != std::string::npos && p > 0; p = l.find(':', p + 1)) {
+    for (const char* form : {":%d:%d: error: %n", ":%d:%d: fatal error: %n"}) {
+      int line = 0, col = 0, used = 0;
+      if (std::sscanf(l.c_str() + p, form, &line, &col, &used) == 2 && used) {
+        d = {l.substr(0, p), line, col, l};
+        return true;
+      }
+    }
+  }
+  std::size_t paren = l.find("): error: ");
+  std::size_t open = paren == std::string::npos ? std::string::npos : l.rfind('(', paren);
+  if (open != std::string::npos && open > 0) {
+    int line = std::atoi(l.c_str() + open + 1);
+    if (line <= 0) return false;
+    int col = 0;
+    if (i + 2 < lines.size()) {
+      std::size_t caret = lines[i + 2].find('^');
+      if (caret != std::string::npos && lines[i + 2].find_first_not_of(" ^") == std::string::npos && caret >= 2)
+        col = static_cast<int>(caret) - 1;  // NVRTC indents the echoed line by two spaces
+    }
+    std::string file = l.substr(0, open);
+    d = {file, line, col, file + ":" + std::to_string(line) + ":" + std::to_string(col) + ": error: " + l.substr(paren + 10)};
+    return true;
+  }
+  return false;
+}
+
+// "In file included from shader.metal:3:" (GCC): where a header was included.
+bool included_from(const std::string& l, const std::vector<SourceFile>& files, Diagnostic& d) {
+  std::size_t at = l.find("from ");
+  if (at == std::string::npos) return false;
+  std::string rest = l.substr(at + 5);
+  std::size_t colon = rest.find(':');
+  if (colon == std::string::npos) return false;
+  std::string file = rest.substr(0, colon);
+  for (const SourceFile& f : files)
+    if (f.name == file) {
+      d.file = file;
+      d.line = std::atoi(rest.c_str() + colon + 1);
+      return true;
+    }
+  return false;
+}
+
+bool user_file(const std::string& name, const std::vector<SourceFile>& files) {
+  for (const SourceFile& f : files)
+    if (f.name == name) return true;
+  return files.empty() && name != "bronze-entry" && name.find("bronze_metal") == std::string::npos;
+}
+}  // namespace
+
+[[noreturn]] void raise_compile_error(const std::string& diag, const std::vector<SourceFile>& files) {
+  std::vector<std::string> lines = split_lines(diag);
+  Diagnostic first, other, include;
+  std::string rest;
+  int others = 0;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    Diagnostic d;
+    if (included_from(lines[i], files, d) && other.text.empty()) include = d;
+    if (!parse_line(lines, i, d)) continue;
+    if (!user_file(d.file, files)) {
+      if (other.text.empty()) other = d;
+      continue;
+    }
+    if (first.text.empty()) first = d;
+    else if (others++ < 5) rest += d.text + "\n";
+  }
+  if (first.text.empty() && !other.text.empty() && !include.file.empty()) {
+    // An error inside a header bronze provides (an unsupported Metal
+    // header): reported at the user's #include.
+    std::string msg = other.text.substr(other.text.find(": error: ") != std::string::npos
+                                            ? other.text.find(": error: ") + 9
+                                            : other.text.find("error: ") + 7);
+    first = include;
+    first.col = 0;
+    first.text = include.file + ":" + std::to_string(include.line) + ": error: " + msg;
+  }
+  if (first.text.empty()) {
+    // Nothing in the user's files: an error bronze's generated entry exposed.
+    std::string name = files.empty() ? "shader.metal" : files[0].name;
+    throw ShaderCompileError(name + ": error: the kernel signature could not be compiled:\n" + diag);
+  }
+  std::string excerpt;
+  for (const SourceFile& f : files)
+    if (f.name == first.file) {
+      if (f.expanded_lines.count(first.line) && first.col > 0) {
+        // The column is the macro expansion's: name the line alone.
+        std::string at = f.name + ":" + std::to_string(first.line) + ":" + std::to_string(first.col) + ":";
+        if (first.text.rfind(at, 0) == 0)
+          first.text = f.name + ":" + std::to_string(first.line) + ": (in a macro expansion)" + first.text.substr(at.size());
+        first.col = 0;
+      }
+      excerpt = source_excerpt(f.text, first.line, first.col);
+    }
+  throw ShaderCompileError(first.text + "\n" + excerpt + rest, first.line, first.col);
+}
+
+[[noreturn]] void raise_build_error(const std::string& diag, const ParsedSource& ps,
+                                    const std::vector<SourceFile>& files) {
+  // GCC's linker: "undefined reference to `bronze_msl::helper(float)'".
+  const std::string marker = "undefined reference to `";
+  std::size_t at = diag.find(marker);
+  if (at != std::string::npos) {
+    std::size_t b = at + marker.size();
+    std::string symbol = diag.substr(b, diag.find('\'', b) - b);
+    std::string name = symbol.substr(0, symbol.find('('));
+    if (name.rfind("::") != std::string::npos) name = name.substr(name.rfind("::") + 2);
+    const auto& t = ps.tokens;
+    for (std::size_t i = 1; i + 1 < t.size(); ++i) {
+      // A call: the name, then '(', not after a type (that is a declaration).
+      if (t[i].text != name || t[i + 1].text != "(" || (t[i - 1].kind == Token::Ident && t[i - 1].text != "return"))
+        continue;
+      raise_compile_error(ps.files[t[i].file] + ":" + std::to_string(t[i].line) + ":" + std::to_string(t[i].col) +
+                              ": error: '" + name + "' is called but never defined (declared only: " + symbol + ")",
+                          files);
+    }
+  }
+  raise_compile_error(diag, files);
+}
+
+void check_stack_usage(const std::string& usage, const std::vector<SourceFile>& files) {
+  std::istringstream lines(usage);
+  for (std::string l; std::getline(lines, l);) {
+    const SourceFile* file = nullptr;
+    for (const SourceFile& f : files)
+      if (l.rfind(f.name + ":", 0) == 0) file = &f;
+    if (!file) continue;
+    const char* rest = l.c_str() + file->name.size() + 1;
+    int line = 0, col = 1;
+    if (std::sscanf(rest, "%d:%d:", &line, &col) < 1) continue;  // Clang writes no column
+    const std::size_t tab = l.find('\t');
+    if (tab == std::string::npos) continue;
+    const unsigned long bytes = std::strtoul(l.c_str() + tab + 1, nullptr, 10);
+    if (bytes <= runtime::kMaxPrivateBytes) continue;
+    raise_compile_error(file->name + ":" + std::to_string(line) + ":" + std::to_string(col) +
+                            ": error: this function needs " + std::to_string((bytes + 1023) / 1024) +
+                            " KiB of stack per thread (its private arrays and locals); a thread may have " +
+                            std::to_string(runtime::kMaxPrivateBytes / 1024) + " KiB, as on CUDA",
+                        files);
+  }
+}
+
+}  // namespace bronze::shader

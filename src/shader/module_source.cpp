@@ -1,0 +1,22 @@
+#include "shader/module_source.hpp"
+
+#include "runtime/embedded.hpp"
+#include "shader/diagnostics.hpp"
+#include "shader/metal_headers.hpp"
+#include "shader/rewrite_cpu.hpp"
+#include "shader/rewrite_cuda.hpp"
+
+namespace bronze::shader {
+
+runtime::ModuleSource module_source(runtime::ShaderTarget target, const TranslationUnit& unit,
+                                    const ParsedSource& ps, bool validate) {
+  runtime::ModuleSource m;
+  m.code = target == runtime::ShaderTarget::CudaCpp ? rewrite_for_cuda(unit.text, ps)
+                                                    : rewrite_for_cpu(unit.text, ps, validate);
+  m.headers = {{"bronze_metal.h", embedded::bronze_metal_h}, {"launch_abi.h", embedded::launch_abi_h}};
+  const std::vector<SourceFile>* files = &unit.files;
+  m.check_stack = [files](const std::string& usage) { check_stack_usage(usage, *files); };
+  return m;
+}
+
+}  // namespace bronze::shader
