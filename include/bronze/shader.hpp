@@ -142,6 +142,11 @@ class Library {
 // Throws ShaderCompileError with the user's line and column on a bad shader.
 Library compile_shader(const std::string& source, const CompileOptions& options = {});
 
+// The host names of the kernels a Metal source defines, found by the front
+// end (preprocessor and parser) without building anything; throws
+// ShaderCompileError where the front end cannot read the source.
+std::vector<std::string> find_kernels(const std::string& source, const CompileOptions& options = {});
+
 // Ahead-of-time compilation to bronze's library format (.bronzelib): the
 // source plus the compiled object for this host.
 std::vector<std::uint8_t> compile_library(const std::string& source, const CompileOptions& options = {});

@@ -165,8 +165,20 @@ def compile_shader(source, language="metal", device=None, filename="shader.metal
     macros: `#include "x.h"` looks beside the including file, then in `headers`
     (a dict of name to text), then in include_dirs; `#include <c10/metal/...>`
     finds an installed torch's Metal headers, as torch.mps does. `defines` are
-    macros as MTLCompileOptions.preprocessorMacros sets them.
+    macros as MTLCompileOptions.preprocessorMacros sets them. Without a device
+    the library runs where its tensors are (built for another device on first
+    use there).
     """
+    return _compile(source, language, device, filename, validate, include_dirs, headers, defines, False)
+
+
+def find_kernels(source, filename="shader.metal", include_dirs=(), headers=None, defines=None):
+    """The names of the kernels a Metal source defines, as compile_shader would
+    find them, without building anything (for checking what a file offers)."""
+    return _compile(source, "metal", None, filename, False, include_dirs, headers, defines, True)
+
+
+def _compile(source, language, device, filename, validate, include_dirs, headers, defines, find_only):
     if not isinstance(source, str):
         raise TypeError(f"compile_shader needs the source as str, got {type(source).__name__}")
     if isinstance(include_dirs, (str, _os.PathLike)):
@@ -178,7 +190,7 @@ def compile_shader(source, language="metal", device=None, filename="shader.metal
         dirs.append(_os.fspath(d))
     return _C._compile_shader(source, language, device, _os.fspath(filename), validate, dirs,
                               _str_pairs(headers, "headers"), _str_pairs(defines, "defines"),
-                              _torch_include_dir() if language == "metal" else "")
+                              _torch_include_dir() if language == "metal" else "", find_only)
 
 
 def load_metallib(source, device=None, signatures=None):

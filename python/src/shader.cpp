@@ -276,7 +276,7 @@ void bind_shader(nb::module_& m) {
                               const std::string& filename, bool validate, std::vector<std::string> include_dirs,
                               std::vector<std::pair<std::string, std::string>> headers,
                               std::vector<std::pair<std::string, std::string>> defines,
-                              const std::string& torch_include_dir) {
+                              const std::string& torch_include_dir, bool find_only) -> nb::object {
     CompileOptions o;
     o.language = language;
     o.device = device;
@@ -286,8 +286,19 @@ void bind_shader(nb::module_& m) {
     o.headers = std::move(headers);
     o.defines = std::move(defines);
     o.torch_include_dir = torch_include_dir;
-    nb::gil_scoped_release g;  // compiles may take a while
-    return compile_shader(src, o);
+    if (find_only) {
+      std::vector<std::string> names;
+      {
+        nb::gil_scoped_release g;
+        names = find_kernels(src, o);
+      }
+      return nb::cast(names);
+    }
+    Library lib = [&] {
+      nb::gil_scoped_release g;  // compiles may take a while
+      return compile_shader(src, o);
+    }();
+    return nb::cast(lib);
   });
 }
 

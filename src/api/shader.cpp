@@ -334,6 +334,13 @@ Library compile_shader(const std::string& source, const CompileOptions& options)
   return Library(e.lib);
 }
 
+std::vector<std::string> find_kernels(const std::string& source, const CompileOptions& options) {
+  shader::TranslationUnit tu = shader::preprocess(source, source_options(options));
+  std::vector<std::string> names;
+  for (const auto& k : shader::parse(tu.text, options.filename).kernels) names.push_back(k.info.name);
+  return names;
+}
+
 std::vector<std::uint8_t> compile_library(const std::string& source, const CompileOptions& options) {
   if (options.language != "metal") throw ValueError("bronze libraries hold Metal source; got '" + options.language + "'");
   shader::TranslationUnit tu = shader::preprocess(source, source_options(options));

@@ -97,6 +97,7 @@ instantiate_cast(bfloat16, bfloat, float32, float)
 def test_mlx_style_instantiations():
     lib = bronze.compile_shader(MLX_STYLE)
     assert sorted(dir(lib)) == ["cast_bfloat16float32", "cast_float16float32", "cast_float32int32"]
+    assert bronze.find_kernels(MLX_STYLE) == ["cast_float16float32", "cast_float32int32", "cast_bfloat16float32"]
     k = lib.cast_float16float32
     assert [p["type"] for p in k.params[:3]] == ["half", "float", "uint"]
     src = np.arange(6, dtype=np.float16)
