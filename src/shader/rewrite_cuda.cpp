@@ -9,20 +9,25 @@ std::string rewrite_for_cuda(const std::string& unit, const ParsedSource& ps) {
   std::string out;
   for (std::size_t k = 0; k < ps.kernels.size(); ++k) {
     const ParsedKernel& pk = ps.kernels[k];
-    // One entry parameter per binding (bronze_rt::slot_t: buffers and arrays
-    // as pointers, scalars by value in kernel parameter space, read through
-    // the constant cache), in binding order.
+    // One entry parameter per binding, in binding order: buffers and arrays
+    // as pointers (bronze_rt::slot_t), values by value in kernel parameter
+    // space, read through the constant cache (`constant T&` binds to it).
     std::string params = "const bronze_gpu_launch L";
-    for (int b = 0; b < pk.info.bindings(); ++b)
-      params += ", bronze_rt::slot_t<" + param_type(k, static_cast<std::size_t>(pk.info.bound[b])) + "> a" +
-                std::to_string(b);
+    for (int b = 0; b < pk.info.bindings(); ++b) {
+      const std::size_t i = static_cast<std::size_t>(pk.info.bound[b]);
+      params += std::string(pk.params[i].info.by_value ? ", bronze_rt::value_t<" : ", bronze_rt::slot_t<") +
+                param_type(k, i) + "> a" + std::to_string(b);
+    }
     std::string args;
     for (std::size_t i = 0; i < pk.params.size(); ++i) {
       const ParsedParam& p = pk.params[i];
       std::string e, P = param_type(k, i);
       switch (p.info.kind) {
         case ParamKind::Buffer:
-        case ParamKind::Scalar: e = "bronze_rt::from_slot<" + P + ">(a" + std::to_string(p.info.binding) + ")"; break;
+        case ParamKind::Scalar:
+          e = p.info.by_value ? "a" + std::to_string(p.info.binding)
+                              : "bronze_rt::from_slot<" + P + ">(a" + std::to_string(p.info.binding) + ")";
+          break;
         case ParamKind::ThreadgroupBuffer:
           e = "(" + P + ")bronze_rt::tg_buffer(" + std::to_string(p.info.index) + ", L)";
           break;
