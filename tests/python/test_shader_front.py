@@ -100,15 +100,13 @@ def test_mlx_style_instantiations():
     assert bronze.find_kernels(MLX_STYLE) == ["cast_float16float32", "cast_float32int32", "cast_bfloat16float32"]
     k = lib.cast_float16float32
     assert [p["type"] for p in k.params[:3]] == ["half", "float", "uint"]
-    src = np.arange(6, dtype=np.float16)
-    out = np.zeros(6, dtype=np.float32)
+    src = bronze.asarray(np.arange(6, dtype=np.float16))  # on the current device
+    out = bronze.zeros(6)
     k(src, out, 6, threads=3)  # N = 2 from the default argument: 3 threads cover 6 elements
-    bronze.synchronize()
-    assert out.tolist() == [0, 1, 2, 3, 4, 5]
-    i32 = np.zeros(4, dtype=np.int32)
-    lib.cast_float32int32(np.array([1.5, -2.5, 3.0, 7.9], dtype=np.float32), i32, 4)
-    bronze.synchronize()
-    assert i32.tolist() == [1, -2, 3, 7]
+    assert out.to("cpu").numpy().tolist() == [0, 1, 2, 3, 4, 5]
+    i32 = bronze.zeros(4, dtype=bronze.int32)
+    lib.cast_float32int32(bronze.tensor([1.5, -2.5, 3.0, 7.9]), i32, 4)
+    assert i32.to("cpu").numpy().tolist() == [1, -2, 3, 7]
 
 
 # A llama.cpp-style file: #if choices, a kernel in #if 0, a typedef'd
@@ -137,12 +135,11 @@ def test_ggml_style_file():
     lib = bronze.compile_shader(GGML_STYLE)
     assert dir(lib) == ["kernel_scale_sq_f32"]
     src = np.arange(40, dtype=np.float32)
-    dst = np.zeros(40, dtype=np.float32)
+    dst = bronze.zeros(40)
     args = np.array([40], dtype=np.int32).tobytes() + np.array([0.5], dtype=np.float32).tobytes()
-    lib.kernel_scale_sq_f32(args, src, dst, threads=32, group_size=32)
-    bronze.synchronize()
+    lib.kernel_scale_sq_f32(args, bronze.asarray(src), dst, threads=32, group_size=32)
     kv = np.array([-2, -1, 1, 2], dtype=np.float32)
-    np.testing.assert_allclose(dst, src * src * 0.5 + kv[np.arange(40) % 4])
+    np.testing.assert_allclose(dst.to("cpu").numpy(), src * src * 0.5 + kv[np.arange(40) % 4])
 
 
 def test_kernels_named_like_the_generated_code_compile():
@@ -217,13 +214,12 @@ kernel void mix(device ushort* a, device uint* b, device ulong* c, device atomic
   atomic_fetch_add_explicit(n, 1u, memory_order_relaxed);
 }""")
     a, b, c = (bronze.zeros(4, dtype=d) for d in (bronze.uint16, bronze.uint32, bronze.uint64))
-    n = np.zeros(1, dtype=np.uint32)
+    n = bronze.zeros(1, dtype=bronze.uint32)
     lib.mix(a, b, c, n)
-    bronze.synchronize()
-    assert a.numpy().tolist() == [65535, 65534, 65533, 65532]
-    assert b.numpy().tolist() == [2**32 - 1 - i for i in range(4)]
-    assert c.numpy().tolist() == [i << 40 for i in range(4)]
-    assert n.tolist() == [4]
+    assert a.to("cpu").numpy().tolist() == [65535, 65534, 65533, 65532]
+    assert b.to("cpu").numpy().tolist() == [2**32 - 1 - i for i in range(4)]
+    assert c.to("cpu").numpy().tolist() == [i << 40 for i in range(4)]
+    assert n.to("cpu").numpy().tolist() == [4]
     assert [p["type"] for p in lib.mix.params[:4]] == ["ushort", "uint", "ulong", "atomic_uint"]
 
 
@@ -249,7 +245,7 @@ def test_a_library_follows_its_tensors_to_their_device():
 def test_a_library_compiled_for_a_device_stays_there():
     lib = bronze.compile_shader("kernel void inc(device float* x) { x[0] += 1; }", device="cpu")
     assert str(lib.device) == "cpu:0" or str(lib.device) == "cpu"
-    x = bronze.zeros(1)
+    x = bronze.zeros(1, device="cpu")
     lib.inc(x)
     assert x.item() == 1.0
 
@@ -295,10 +291,9 @@ template <typename T, int N>
 template [[host_name("first_dim_f2")]] [[kernel]] void first_dim(const device float* in [[buffer(0)]],
     device float* out [[buffer(1)]], const constant Dims<2>* d [[buffer(2)]], uint i [[thread_position_in_grid]]);
 """)
-    out = np.zeros(3, dtype=np.float32)
-    lib.first_dim_f2(np.ones(3, dtype=np.float32), out, np.array([5, 0], dtype=np.int32).tobytes())
-    bronze.synchronize()
-    assert out.tolist() == [7.0] * 3
+    out = bronze.zeros(3)
+    lib.first_dim_f2(bronze.ones(3), out, np.array([5, 0], dtype=np.int32).tobytes())
+    assert out.to("cpu").numpy().tolist() == [7.0] * 3
 
 
 # Apple's internal intrinsics as MLX's headers call them, and the simdgroup
