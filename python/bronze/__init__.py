@@ -144,6 +144,17 @@ def _torch_include_dir():
     return _TORCH_INCLUDE
 
 
+def _dirs(include_dirs):
+    if isinstance(include_dirs, (str, _os.PathLike)):
+        include_dirs = [include_dirs]
+    dirs = []
+    for d in include_dirs:
+        if not isinstance(d, (str, _os.PathLike)):
+            raise TypeError(f"include_dirs holds folder paths, got {type(d).__name__}")
+        dirs.append(_os.fspath(d))
+    return dirs
+
+
 def _str_pairs(mapping, what):
     if mapping is None:
         return []
@@ -181,14 +192,7 @@ def find_kernels(source, filename="shader.metal", include_dirs=(), headers=None,
 def _compile(source, language, device, filename, validate, include_dirs, headers, defines, find_only):
     if not isinstance(source, str):
         raise TypeError(f"compile_shader needs the source as str, got {type(source).__name__}")
-    if isinstance(include_dirs, (str, _os.PathLike)):
-        include_dirs = [include_dirs]
-    dirs = []
-    for d in include_dirs:
-        if not isinstance(d, (str, _os.PathLike)):
-            raise TypeError(f"include_dirs holds folder paths, got {type(d).__name__}")
-        dirs.append(_os.fspath(d))
-    return _C._compile_shader(source, language, device, _os.fspath(filename), validate, dirs,
+    return _C._compile_shader(source, language, device, _os.fspath(filename), validate, _dirs(include_dirs),
                               _str_pairs(headers, "headers"), _str_pairs(defines, "defines"),
                               _torch_include_dir() if language == "metal" else "", find_only)
 
@@ -214,16 +218,20 @@ def load_metallib(source, device=None, signatures=None):
     return _C._load_metallib(data, device, signatures or "")
 
 
-def compile_library(source, filename="shader.metal", device=None, archs=()):
+def compile_library(source, filename="shader.metal", device=None, archs=(), include_dirs=(), headers=None,
+                    defines=None):
     """Compiles Metal source ahead of time into .bronzelib bytes (for load_metallib).
 
-    The library holds the source, this host's CPU object and, for each GPU
-    architecture in archs ("sm_90" or 90), a cubin, plus PTX for the oldest
-    (needs NVRTC, not a GPU).
+    The library holds the preprocessed source (its includes resolved, so it
+    loads anywhere), this host's CPU object and, for each GPU architecture in
+    archs ("sm_90" or 90), a cubin, plus PTX for the oldest (needs NVRTC, not a
+    GPU). include_dirs, headers and defines as for compile_shader.
     """
     if not isinstance(source, str):
         raise TypeError(f"compile_library needs the source as str, got {type(source).__name__}")
-    return _C._compile_library(source, filename, device, [_arch_number(a) for a in archs])
+    return _C._compile_library(source, _os.fspath(filename), device, [_arch_number(a) for a in archs],
+                               _dirs(include_dirs), _str_pairs(headers, "headers"), _str_pairs(defines, "defines"),
+                               _torch_include_dir())
 
 
 def _arch_number(arch):

@@ -1,7 +1,7 @@
 """The bronze command line.
 
     bronze info                    devices, backends, compiler and cache
-    bronze compile FILE.metal -o FILE.bronzelib [--arch sm_90 ...]   compile ahead of time
+    bronze compile FILE.metal -o FILE.bronzelib [--arch sm_90] [-I DIR] [-D NAME=VALUE]   compile ahead of time
     bronze capture show FILE       list the commands of a capture file
     bronze capture replay FILE     run a capture's kernels again
 """
@@ -24,6 +24,12 @@ def _info(args):
     print(f"  current device: {bronze.current_device()}")
     c = bronze.cache_info()
     print(f"  shader compiler (CPU): {c['compiler'] or 'none'}")
+    if c["compiler"]:
+        print(f"  Metal front end: the preprocessor of {c['compiler']} (-E), Metal 3.2's predefined macros")
+    else:
+        print("  Metal front end: none: compile_shader needs a C preprocessor; install g++ (Debian: apt-get install g++)")
+    torch_inc = bronze._torch_include_dir()
+    print(f"  PyTorch Metal headers (<c10/metal/...>): {torch_inc + '/c10/metal' if torch_inc else 'none (torch not installed)'}")
     print(f"  compile cache: {c['status']}")
     return 0
 
@@ -36,8 +42,10 @@ def _compile(args):
     with open(args.file, encoding="utf-8") as f:
         source = f.read()
     out = args.output or os.path.splitext(args.file)[0] + ".bronzelib"
+    defines = dict(d.split("=", 1) if "=" in d else (d, "1") for d in args.define)
     try:
-        data = bronze.compile_library(source, filename=os.path.basename(args.file), archs=args.arch)
+        data = bronze.compile_library(source, filename=args.file, archs=args.arch, include_dirs=args.include,
+                                      defines=defines)
     except (bronze.ShaderCompileError, bronze.NotSupportedError, ValueError) as e:
         print(e, file=sys.stderr)
         return 1
@@ -109,6 +117,8 @@ def main(argv=None):
     comp.add_argument("-o", "--output", help="output path (default: FILE with .bronzelib)")
     comp.add_argument("--arch", action="append", default=[],
                       help="also embed a cubin for this GPU architecture (sm_90); repeatable; needs NVRTC")
+    comp.add_argument("-I", dest="include", action="append", default=[], help="an include folder; repeatable")
+    comp.add_argument("-D", dest="define", action="append", default=[], help="a macro, NAME or NAME=VALUE")
     comp.set_defaults(func=_compile)
     cap = sub.add_parser("capture", help="inspect or replay a capture file").add_subparsers(dest="action", required=True)
     show = cap.add_parser("show", help="list the captured commands")

@@ -252,19 +252,25 @@ void bind_shader(nb::module_& m) {
   }, "The compile cache: where it is (or why it is off) and its counters.");
 
   m.def("_compile_library", [](const std::string& src, const std::string& filename, std::optional<Device> device,
-                               std::vector<int> archs) {
+                               std::vector<int> archs, std::vector<std::string> include_dirs,
+                               std::vector<std::pair<std::string, std::string>> headers,
+                               std::vector<std::pair<std::string, std::string>> defines,
+                               const std::string& torch_include_dir) {
     CompileOptions o;
     o.filename = filename;
     o.device = device;
     o.cuda_archs = std::move(archs);
+    o.include_dirs = std::move(include_dirs);
+    o.headers = std::move(headers);
+    o.defines = std::move(defines);
+    o.torch_include_dir = torch_include_dir;
     std::vector<std::uint8_t> bytes;
     {
       nb::gil_scoped_release g;
       bytes = compile_library(src, o);
     }
     return nb::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-  }, nb::arg("source"), nb::arg("filename") = "shader.metal", nb::arg("device") = nb::none(),
-        nb::arg("archs") = std::vector<int>{});
+  });
   m.def("_load_metallib", [](nb::bytes data, std::optional<Device> device, const std::string& signatures) {
     const auto* p = static_cast<const std::uint8_t*>(data.data());
     std::vector<std::uint8_t> bytes(p, p + data.size());

@@ -343,3 +343,20 @@ def test_metal_intrinsics_and_simdgroup_permutations():
     np.testing.assert_array_equal(s[:, 2], (lane - 2) % 32)
     assert (s[:, 3] == 64).all() and (s[:, 4] == 31).all() and (s[:, 5] == 0).all()
     np.testing.assert_array_equal(s[:, 6], 2 ** np.minimum(lane + 1, 4))
+
+
+def test_a_compiled_library_carries_its_includes(tmp_path):
+    inc = tmp_path / "inc"
+    inc.mkdir()
+    (inc / "k.h").write_text("#define V 4.0f\n")
+    src = tmp_path / "k.metal"
+    src.write_text('#include "k.h"\nkernel void k(device float* x) { x[0] = V; }\n')
+    out = tmp_path / "k.bronzelib"
+    import subprocess
+    r = subprocess.run([sys.executable, "-m", "bronze", "compile", str(src), "-I", str(inc), "-o", str(out)],
+                       capture_output=True, text=True, env=dict(os.environ))
+    assert r.returncode == 0, r.stderr
+    (inc / "k.h").unlink()  # the library holds the preprocessed source
+    x = bronze.zeros(1)
+    bronze.load_metallib(str(out)).k(x)
+    assert x.item() == 4.0
