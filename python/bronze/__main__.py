@@ -24,10 +24,10 @@ def _info(args):
     print(f"  current device: {bronze.current_device()}")
     c = bronze.cache_info()
     print(f"  shader compiler (CPU): {c['compiler'] or 'none'}")
-    if c["compiler"]:
-        print(f"  Metal front end: the preprocessor of {c['compiler']} (-E), Metal 3.2's predefined macros")
+    if c["preprocessor"]:
+        print(f"  Metal front end: {c['preprocessor']} -E (the C preprocessor), Metal 3.2's predefined macros")
     else:
-        print("  Metal front end: none: compile_shader needs a C preprocessor; install g++ (Debian: apt-get install g++)")
+        print("  Metal front end: no C preprocessor: compile_shader needs one; install g++ (or cpp alone for CUDA)")
     torch_inc = bronze._torch_include_dir()
     print(f"  PyTorch Metal headers (<c10/metal/...>): {torch_inc + '/c10/metal' if torch_inc else 'none (torch not installed)'}")
     print(f"  compile cache: {c['status']}")

@@ -248,6 +248,7 @@ void bind_shader(nb::module_& m) {
     d["stores"] = n.stores;
     d["corrupt"] = n.corrupt;
     d["compiler"] = jit::HostCompiler::get().path;
+    d["preprocessor"] = jit::preprocessor_path();
     return d;
   }, "The compile cache: where it is (or why it is off) and its counters.");
 

@@ -115,13 +115,22 @@ const HostCompiler& HostCompiler::get() {
   return c;
 }
 
+std::string preprocessor_path() {
+  static const std::string p = [] {
+    const HostCompiler& cc = HostCompiler::get();
+    return cc.available() ? cc.path : which("cpp");  // GCC's preprocessor alone takes the same flags
+  }();
+  return p;
+}
+
 PreprocessResult run_preprocessor(const std::string& dir, const std::string& main_file,
                                   const std::vector<std::string>& flags) {
-  const HostCompiler& cc = HostCompiler::get();
-  if (!cc.available())
-    throw NotSupportedError("compile_shader runs the C preprocessor of a host compiler before it reads Metal: " +
-                            cc.status);
-  std::vector<std::string> argv = {cc.path, "-E"};
+  std::string path = preprocessor_path();
+  if (path.empty())
+    throw NotSupportedError("compile_shader runs a C preprocessor before it reads Metal, and none was found "
+                            "(tried $BRONZE_CXX, $CXX, c++, g++, clang++, cpp); install g++, or on a CUDA machine "
+                            "without a host compiler the preprocessor alone (Debian: apt-get install cpp)");
+  std::vector<std::string> argv = {path, "-E"};
   argv.insert(argv.end(), flags.begin(), flags.end());
   argv.push_back(main_file);
   PreprocessResult r;

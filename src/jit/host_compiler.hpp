@@ -24,10 +24,13 @@ struct PreprocessResult {
   std::string diagnostics;  // the preprocessor's messages
 };
 
-// Runs the host compiler's C preprocessor (`-E` plus `flags`) over
-// `main_file` with `dir` as the working directory, so line markers name the
-// files as `flags` and the includes reach them. Throws NotSupportedError when
-// no host compiler is installed.
+// The C preprocessor: the host compiler's, else GCC's `cpp` alone (enough
+// for CUDA, where NVRTC compiles); "" when there is none.
+std::string preprocessor_path();
+
+// Runs the C preprocessor (`-E` plus `flags`) over `main_file` with `dir` as
+// the working directory, so line markers name the files as `flags` and the
+// includes reach them. Throws NotSupportedError when there is none.
 PreprocessResult run_preprocessor(const std::string& dir, const std::string& main_file,
                                   const std::vector<std::string>& flags);
 
