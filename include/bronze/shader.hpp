@@ -115,6 +115,12 @@ struct CompileOptions {
   std::vector<std::pair<std::string, std::string>> headers;
   std::vector<std::pair<std::string, std::string>> defines;  // as MTLCompileOptions.preprocessorMacros
   std::string torch_include_dir;
+  // Function constant values by name or index ("has_mask" or "3") as C++
+  // expressions ("true", "4", "0.5f"), as MTLFunctionConstantValues gives
+  // them; an undefined constant is zero and is_function_constant_defined is
+  // false for it, and a parameter guarded by a false constant takes no
+  // argument.
+  std::vector<std::pair<std::string, std::string>> constants;
   // Bounds-check every buffer access; an access out of range fails the
   // launch (DeviceError at the next synchronize, naming kernel, parameter
   // and index) instead of touching memory. Slower: for debugging.

@@ -169,18 +169,20 @@ def _str_pairs(mapping, what):
 
 
 def compile_shader(source, language="metal", device=None, filename="shader.metal", validate=False,
-                   include_dirs=(), headers=None, defines=None):
+                   include_dirs=(), headers=None, defines=None, constants=None):
     """Compiles Metal (or, on CUDA, CUDA C++) source; kernels are the library's attributes.
 
     The source runs through a C preprocessor first, with Metal 3.2's predefined
     macros: `#include "x.h"` looks beside the including file, then in `headers`
     (a dict of name to text), then in include_dirs; `#include <c10/metal/...>`
     finds an installed torch's Metal headers, as torch.mps does. `defines` are
-    macros as MTLCompileOptions.preprocessorMacros sets them. Without a device
-    the library runs where its tensors are (built for another device on first
-    use there).
+    macros as MTLCompileOptions.preprocessorMacros sets them. `constants` gives
+    function constants their values (`{"has_mask": True, 3: 0.5}`, by name or
+    index, as MTLFunctionConstantValues): a parameter guarded by a false or
+    undefined constant takes no argument. Without a device the library runs
+    where its tensors are (built for another device on first use there).
     """
-    return _compile(source, language, device, filename, validate, include_dirs, headers, defines, False)
+    return _compile(source, language, device, filename, validate, include_dirs, headers, defines, False, constants)
 
 
 def find_kernels(source, filename="shader.metal", include_dirs=(), headers=None, defines=None):
@@ -189,12 +191,35 @@ def find_kernels(source, filename="shader.metal", include_dirs=(), headers=None,
     return _compile(source, "metal", None, filename, False, include_dirs, headers, defines, True)
 
 
-def _compile(source, language, device, filename, validate, include_dirs, headers, defines, find_only):
+def _constant_values(constants):
+    if constants is None:
+        return []
+    if not isinstance(constants, dict):
+        raise TypeError(f"constants must be a dict of name or index to value, got {type(constants).__name__}")
+    out = []
+    for k, v in constants.items():
+        if isinstance(k, _builtins.bool) or not isinstance(k, (str, int)):
+            raise TypeError(f"constants are keyed by name (str) or index (int), got {k!r}")
+        if isinstance(v, _builtins.bool):
+            text = "true" if v else "false"
+        elif isinstance(v, int):
+            text = str(v)
+        elif isinstance(v, float):
+            text = repr(v)
+        else:
+            raise TypeError(f"constant {k!r}: a bool, int or float, got {type(v).__name__}")
+        out.append((str(k), text))
+    return out
+
+
+def _compile(source, language, device, filename, validate, include_dirs, headers, defines, find_only,
+             constants=None):
     if not isinstance(source, str):
         raise TypeError(f"compile_shader needs the source as str, got {type(source).__name__}")
     return _C._compile_shader(source, language, device, _os.fspath(filename), validate, _dirs(include_dirs),
                               _str_pairs(headers, "headers"), _str_pairs(defines, "defines"),
-                              _torch_include_dir() if language == "metal" else "", find_only)
+                              _torch_include_dir() if language == "metal" else "", find_only,
+                              _constant_values(constants))
 
 
 def load_metallib(source, device=None, signatures=None):
@@ -219,19 +244,19 @@ def load_metallib(source, device=None, signatures=None):
 
 
 def compile_library(source, filename="shader.metal", device=None, archs=(), include_dirs=(), headers=None,
-                    defines=None):
+                    defines=None, constants=None):
     """Compiles Metal source ahead of time into .bronzelib bytes (for load_metallib).
 
     The library holds the preprocessed source (its includes resolved, so it
     loads anywhere), this host's CPU object and, for each GPU architecture in
     archs ("sm_90" or 90), a cubin, plus PTX for the oldest (needs NVRTC, not a
-    GPU). include_dirs, headers and defines as for compile_shader.
+    GPU). include_dirs, headers, defines and constants as for compile_shader.
     """
     if not isinstance(source, str):
         raise TypeError(f"compile_library needs the source as str, got {type(source).__name__}")
     return _C._compile_library(source, _os.fspath(filename), device, [_arch_number(a) for a in archs],
                                _dirs(include_dirs), _str_pairs(headers, "headers"), _str_pairs(defines, "defines"),
-                               _torch_include_dir())
+                               _torch_include_dir(), _constant_values(constants))
 
 
 def _arch_number(arch):

@@ -256,9 +256,11 @@ void bind_shader(nb::module_& m) {
                                std::vector<int> archs, std::vector<std::string> include_dirs,
                                std::vector<std::pair<std::string, std::string>> headers,
                                std::vector<std::pair<std::string, std::string>> defines,
-                               const std::string& torch_include_dir) {
+                               const std::string& torch_include_dir,
+                               std::vector<std::pair<std::string, std::string>> constants) {
     CompileOptions o;
     o.filename = filename;
+    o.constants = std::move(constants);
     o.device = device;
     o.cuda_archs = std::move(archs);
     o.include_dirs = std::move(include_dirs);
@@ -283,7 +285,8 @@ void bind_shader(nb::module_& m) {
                               const std::string& filename, bool validate, std::vector<std::string> include_dirs,
                               std::vector<std::pair<std::string, std::string>> headers,
                               std::vector<std::pair<std::string, std::string>> defines,
-                              const std::string& torch_include_dir, bool find_only) -> nb::object {
+                              const std::string& torch_include_dir, bool find_only,
+                              std::vector<std::pair<std::string, std::string>> constants) -> nb::object {
     CompileOptions o;
     o.language = language;
     o.device = device;
@@ -293,6 +296,7 @@ void bind_shader(nb::module_& m) {
     o.headers = std::move(headers);
     o.defines = std::move(defines);
     o.torch_include_dir = torch_include_dir;
+    o.constants = std::move(constants);
     if (find_only) {
       std::vector<std::string> names;
       {

@@ -124,6 +124,7 @@ shader::SourceOptions source_options(const CompileOptions& o) {
   so.headers = o.headers;
   so.defines = o.defines;
   so.torch_include_dir = o.torch_include_dir;
+  so.constants = o.constants;
   return so;
 }
 
@@ -305,6 +306,8 @@ Library compile_shader(const std::string& source, const CompileOptions& options)
   for (const auto& dir : options.include_dirs) key += dir + '\0';
   for (const auto& [name, text] : options.headers) key += name + '\0' + text + '\0';
   for (const auto& [name, value] : options.defines) key += name + '\0' + value + '\0';
+  key += '\1';
+  for (const auto& [name, value] : options.constants) key += name + '\0' + value + '\0';
   key += source;
   {
     std::lock_guard<std::mutex> g(mu);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -73,11 +74,21 @@ class Parser {
   Parser(const std::string& unit, const std::string& main_file) {
     out_.tokens = lex(unit, &out_.files);
     if (out_.files.empty()) out_.files.push_back(main_file);
+    for (const Token& tok : out_.tokens) {  // #pragma bronze_function_constant key value
+      if (tok.kind != Token::Preproc) continue;
+      std::vector<Token> d = lex(tok.text.substr(1));
+      if (d.size() >= 4 && d[0].text == "pragma" && d[1].text == kConstantPragma) {
+        std::string value;
+        for (std::size_t k = 3; k + 1 < d.size(); ++k) value += (value.empty() ? "" : " ") + d[k].text;
+        given_.emplace_back(d[2].text, value);
+      }
+    }
   }
 
   ParsedSource run() {
     std::size_t i = 0;
     while (t(i).kind != Token::End) i = scope(i, "", false);  // a stray '}' ends a scope early: go on
+    resolve_constants();
     if (out_.kernels.empty() && !kernel_templates_.empty()) {
       std::string names;
       for (const auto& [name, def] : kernel_templates_) names += (names.empty() ? "'" : ", '") + name + "'";
@@ -290,7 +301,7 @@ class Parser {
     const std::size_t start = i;
     bool kernel = false, is_class = false;
     std::string host, class_name;
-    std::size_t lparen = 0, rparen = 0;
+    std::size_t lparen = 0, rparen = 0, constant_at = 0;
     while (t(i).kind != Token::End) {
       const std::string& x = t(i).text;
       if (t(i).kind == Token::Preproc) {
@@ -299,9 +310,11 @@ class Parser {
       }
       if (attribute_at(i)) {
         std::vector<std::string> attrs;
+        std::size_t at = i;
         i = attributes(i, attrs, &host);
         for (const std::string& a : attrs)
           if (a == "kernel") kernel = true;
+          else if (a.rfind("function_constant(", 0) == 0 && !lparen && !in_class) constant_at = at;
         continue;
       }
       if (takes_operand(x) && t(i + 1).text == "(") {
@@ -336,7 +349,10 @@ class Parser {
         continue;
       }
       if (x == "=") return skip_statement(i);  // an initializer, = default, = delete
-      if (x == ";") return i + 1;
+      if (x == ";") {
+        if (constant_at) function_constant(start, constant_at, i);
+        return i + 1;
+      }
       if (x == "}") return i;
       if (x == "{") {
         std::size_t close = match(i, "{", "}");
@@ -394,6 +410,102 @@ class Parser {
       if (is_collective(t(k).text)) n.collective = true;
       n.refs.insert(t(k).text);
     }
+  }
+
+  // `static constant constexpr const int name [[function_constant(100 + 2)]];`
+  void function_constant(std::size_t first, std::size_t attr, std::size_t semi) {
+    FunctionConstant fc;
+    fc.first = first;
+    fc.semicolon = semi;
+    std::size_t name_at = attr - 1;
+    if (t(name_at).kind != Token::Ident) fail(t(attr), "a function constant needs a name");
+    fc.name = t(name_at).text;
+    std::set<std::size_t> skip;
+    for (std::size_t k = first; k < name_at; ++k) {
+      const std::string& x = t(k).text;
+      fc.has_constexpr |= x == "constexpr";
+      if (x == "static" || x == "constant" || x == "constexpr" || x == "const") skip.insert(k);
+    }
+    fc.type = text(first, name_at, {}, skip);
+    std::size_t open = attr + 2;
+    while (t(open).text != "(") ++open;
+    std::size_t close = match(open, "(", ")");
+    std::size_t at = open + 1;
+    fc.index = eval_int(at, close);
+    if (at != close || fc.index < 0) fail(t(open + 1), "a function constant's index must be a non-negative integer");
+    out_.function_constants.push_back(fc);
+  }
+
+  // A small integer expression of literals, + - * / and parentheses (function
+  // constant indices like FC_UNARY + 1 after preprocessing).
+  long eval_int(std::size_t& k, std::size_t end) const {
+    long v = eval_term(k, end);
+    while (k < end && (t(k).text == "+" || t(k).text == "-")) {
+      bool plus = t(k++).text == "+";
+      long r = eval_term(k, end);
+      v = plus ? v + r : v - r;
+    }
+    return v;
+  }
+  long eval_term(std::size_t& k, std::size_t end) const {
+    long v = eval_atom(k, end);
+    while (k < end && (t(k).text == "*" || t(k).text == "/")) {
+      bool mul = t(k++).text == "*";
+      long r = eval_atom(k, end);
+      v = mul ? v * r : (r ? v / r : 0);
+    }
+    return v;
+  }
+  long eval_atom(std::size_t& k, std::size_t end) const {
+    if (k < end && t(k).text == "(") {
+      std::size_t close = match(k, "(", ")");
+      ++k;
+      long v = eval_int(k, close);
+      k = close + 1;
+      return v;
+    }
+    if (k < end && t(k).text == "-") return -eval_atom(++k, end);
+    if (k >= end || t(k).kind != Token::Number) return -1;
+    return std::strtol(t(k++).text.c_str(), nullptr, 0);
+  }
+
+  // The given values to their constants (by name or index), each
+  // is_function_constant_defined(c) answered, each guarded parameter placed.
+  void resolve_constants() {
+    for (const auto& [key, value] : given_) {
+      FunctionConstant* fc = nullptr;
+      for (FunctionConstant& c : out_.function_constants)
+        if (c.name == key || std::to_string(c.index) == key) fc = &c;
+      if (!fc) {
+        std::string names;
+        for (const FunctionConstant& c : out_.function_constants)
+          names += (names.empty() ? "" : ", ") + c.name + " (" + std::to_string(c.index) + ")";
+        throw ValueError("constants: the source declares no function constant '" + key + "'; it declares: " +
+                         (names.empty() ? "none" : names));
+      }
+      fc->value = value;
+    }
+    for (std::size_t i = 0; i + 3 < out_.tokens.size(); ++i)
+      if (t(i).text == "is_function_constant_defined" && t(i + 1).text == "(" && t(i + 3).text == ")") {
+        const FunctionConstant* fc = constant(t(i + 2).text);
+        out_.defined_queries.push_back({i, i + 3, fc && !fc->value.empty()});
+      }
+  }
+
+  const FunctionConstant* constant(const std::string& name) const {
+    for (const FunctionConstant& c : out_.function_constants)
+      if (c.name == name) return &c;
+    return nullptr;
+  }
+
+  // Whether a [[function_constant(c)]] parameter is present: c given and true.
+  bool present(const std::string& name) const {
+    for (const auto& [key, value] : given_) {
+      const FunctionConstant* fc = constant(name);
+      if (key == name || (fc && key == std::to_string(fc->index)))
+        return value != "0" && value != "false" && value != "0.0";
+    }
+    return false;
   }
 
   // A class's own node: the names its members' types and initializers use
@@ -575,14 +687,15 @@ class Parser {
     // Implicit slots follow declaration order over the free indices.
     int next = 0;
     for (ParsedParam& p : pk.params) {
-      if ((p.info.kind != ParamKind::Buffer && p.info.kind != ParamKind::Scalar) || p.info.index >= 0) continue;
+      if ((p.info.kind != ParamKind::Buffer && p.info.kind != ParamKind::Scalar) || p.info.index >= 0 || p.absent)
+        continue;
       while (used_slots.count(next)) ++next;
       p.info.index = next;
       used_slots.insert(next);
     }
     std::vector<ParsedParam*> bound;
     for (ParsedParam& p : pk.params)
-      if (p.info.kind == ParamKind::Buffer || p.info.kind == ParamKind::Scalar) bound.push_back(&p);
+      if ((p.info.kind == ParamKind::Buffer || p.info.kind == ParamKind::Scalar) && !p.absent) bound.push_back(&p);
     std::stable_sort(bound.begin(), bound.end(), [](auto* a, auto* b) { return a->info.index < b->info.index; });
     for (std::size_t k = 0; k < bound.size(); ++k) bound[k]->info.binding = static_cast<int>(k);
     for (const ParsedParam& p : pk.params) pk.info.params.push_back(p.info);
@@ -672,8 +785,8 @@ class Parser {
       };
       if (a.rfind("buffer(", 0) == 0) buffer_index = num("buffer");
       else if (a.rfind("threadgroup(", 0) == 0) tg_index = num("threadgroup");
-      else if (a.rfind("function_constant", 0) == 0)
-        fail(t(pb), "function constants are not supported yet (parameter '" + p.info.name + "')");
+      else if (a.rfind("function_constant(", 0) == 0 && a.back() == ')')
+        p.constant = a.substr(18, a.size() - 19);
       else if (attribute_field(a)) attribute = a;
       else if (a.rfind("stage_in", 0) == 0 || a.rfind("texture", 0) == 0 || a.rfind("sampler", 0) == 0)
         fail(t(pb), "[[" + a + "]] is not a compute-kernel parameter bronze supports");
@@ -695,6 +808,10 @@ class Parser {
       p.info.by_value = !p.pointer;
     } else {
       fail(t(pb), "unsupported kernel parameter '" + p.info.name + "' (address space " + space + ")");
+    }
+    if (!p.constant.empty() && !present(p.constant)) {
+      p.absent = true;  // no argument, no slot: another parameter may take its [[buffer(n)]]
+      return p;
     }
     if (p.info.kind == ParamKind::Buffer || p.info.kind == ParamKind::Scalar) {
       p.info.index = buffer_index;
@@ -768,6 +885,7 @@ class Parser {
   std::map<std::string, KernelDef> kernel_templates_;  // those marked kernel
   std::vector<std::set<std::string>> kernel_refs_;     // per kernel: its function and template arguments
   std::string current_class_;
+  std::vector<std::pair<std::string, std::string>> given_;  // function constant values from the unit's pragmas
 };
 
 }  // namespace

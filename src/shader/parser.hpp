@@ -23,6 +23,19 @@ struct ParsedParam {
   // The parameter in the definition (validate=True rewrites buffer pointers):
   std::string def_type;    // element type as written, address spaces removed ("const T")
   std::size_t span_begin = 0, span_end = 0;  // byte offsets of the whole parameter
+  // [[function_constant(c)]]: the parameter exists only while c is true;
+  // absent, it takes no argument and no buffer slot.
+  std::string constant;
+  bool absent = false;
+};
+
+// A program-scope `constant T name [[function_constant(index)]];`.
+struct FunctionConstant {
+  std::string name, type;
+  long index = -1;
+  std::string value;   // as a C++ expression; empty: not given (undefined)
+  std::size_t first = 0, semicolon = 0;  // tokens: the declaration's first, its ';'
+  bool has_constexpr = false;
 };
 
 struct ParsedKernel {
@@ -41,7 +54,19 @@ struct ParsedSource {
   std::vector<std::string> files;  // names of the token files (#line)
   std::vector<Token> tokens;
   std::vector<ParsedKernel> kernels;
+  std::vector<FunctionConstant> function_constants;
+  // Tokens of is_function_constant_defined(c) calls: first, last, the answer.
+  struct Defined {
+    std::size_t first, last;
+    bool defined;
+  };
+  std::vector<Defined> defined_queries;
 };
+
+// Function constant values are given to a unit as its last lines,
+// `#pragma bronze_function_constant <name or index> <C++ expression>`
+// (preprocess.hpp's SourceOptions::constants), so a unit carries them.
+constexpr const char* kConstantPragma = "bronze_function_constant";
 
 // `unit` is a preprocessed translation unit (preprocess.hpp). Throws
 // ShaderCompileError at the user's file and line for what it cannot accept,

@@ -15,6 +15,7 @@
 #include "jit/disk_cache.hpp"
 #include "jit/host_compiler.hpp"
 #include "shader/diagnostics.hpp"
+#include "shader/parser.hpp"
 
 namespace bronze::shader {
 namespace {
@@ -326,6 +327,10 @@ TranslationUnit preprocess(const std::string& source, const SourceOptions& o) {
     ++line;
   }
   remove_tree(work);
+  for (const auto& [key, value] : o.constants) {
+    if (value.find('\n') != std::string::npos) throw ValueError("constants: a value is one line");
+    out += std::string("#pragma ") + kConstantPragma + " " + key + " " + value + "\n";
+  }
   for (SourceFile& f : tu.files) f.expanded_lines = std::move(expanded[f.name]);
   tu.text = std::move(out);
   return tu;

@@ -21,6 +21,9 @@ struct SourceOptions {
   std::vector<std::pair<std::string, std::string>> headers;  // (name, text): "x.h" found before any folder
   std::vector<std::pair<std::string, std::string>> defines;  // -D name=value (MTLCompileOptions.preprocessorMacros)
   std::string torch_include_dir;  // an installed torch's include folder: <c10/metal/...> resolves in it
+  // Function constant values (name or index -> C++ expression), as
+  // MTLFunctionConstantValues: appended to the unit (parser.hpp, kConstantPragma).
+  std::vector<std::pair<std::string, std::string>> constants;
 };
 
 struct SourceFile {

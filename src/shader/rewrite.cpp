@@ -52,6 +52,17 @@ std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderT
           edits.push_back({p.span_begin, p.span_end - p.span_begin, "bronze_bounded<" + p.def_type + "> " + p.info.name});
   }
   auto blank = [&](const Token& tok) { edits.push_back({tok.offset, tok.text.size(), std::string(tok.text.size(), ' ')}); };
+  // Function constants become compile-time constants of their value (given,
+  // or the type's zero: Metal leaves an undefined one without a value).
+  for (const FunctionConstant& fc : ps.function_constants) {
+    if (!fc.has_constexpr) edits.push_back({t[fc.first].offset, 0, "constexpr "});
+    edits.push_back({t[fc.semicolon].offset, 0,
+                     " = " + (fc.value.empty() ? fc.type + "()" : "(" + fc.type + ")(" + fc.value + ")")});
+  }
+  for (const ParsedSource::Defined& q : ps.defined_queries) {
+    std::size_t b = t[q.first].offset, e = t[q.last].offset + 1;
+    edits.push_back({b, e - b, q.defined ? "true" : "false"});
+  }
   auto find = [&](std::size_t k, auto stop) {
     int depth = 0;
     for (; t[k].kind != Token::End; ++k) {

@@ -21,6 +21,7 @@ bool flat_loop_ok(const ParsedKernel& pk) {
 std::string arg_expr(std::size_t k, std::size_t i, const ParsedParam& p, bool validate) {
   const KernelParam& info = p.info;
   std::string P = param_type(k, i), b = std::to_string(info.binding);
+  if (p.absent) return "bronze_rt::absent<" + P + ">()";
   switch (info.kind) {
     case ParamKind::Buffer:
     case ParamKind::Scalar:
@@ -52,7 +53,9 @@ std::string rewrite_for_cpu(const std::string& unit, const ParsedSource& ps, boo
       for (std::size_t i = 0; i < pk.params.size(); ++i) {
         const ParsedParam& p = pk.params[i];
         std::string v = "a" + std::to_string(p.info.binding);
-        if (p.info.kind != ParamKind::Attribute) {
+        if (p.absent) {
+          fargs += (i ? ", " : "") + arg_expr(k, i, p, validate);
+        } else if (p.info.kind != ParamKind::Attribute) {
           hoist += "    " + param_type(k, i) + " " + v + " = " + arg_expr(k, i, p, validate) + ";\n";
           fargs += (i ? ", " : "") + v;
         } else {

@@ -22,6 +22,10 @@ std::string rewrite_for_cuda(const std::string& unit, const ParsedSource& ps) {
     for (std::size_t i = 0; i < pk.params.size(); ++i) {
       const ParsedParam& p = pk.params[i];
       std::string e, P = param_type(k, i);
+      if (p.absent) {
+        args += (i ? ", " : "") + std::string("bronze_rt::absent<") + P + ">()";
+        continue;
+      }
       switch (p.info.kind) {
         case ParamKind::Buffer:
         case ParamKind::Scalar:

@@ -121,8 +121,6 @@ TEST(Parser, RejectsWhatItCannotRun) {
   expect_error("kernel void f(\n texture2d<float> t) {}", "textures", 2);
   expect_error("kernel void f(device float* a [[buffer(0)]], device float* b [[buffer(0)]]) {}", "used twice", 1);
   expect_error("kernel void f(device float* x) {}\nkernel void f(device float* y) {}", "defined twice", 2);
-  expect_error("constant bool c [[function_constant(0)]];\nkernel void f(device float* x, bool y [[function_constant(1)]]) {}",
-               "function constants", 2);
 }
 
 TEST(ShaderTypes, ScalarTypes) {

@@ -205,3 +205,42 @@ template [[host_name("unfold_f2")]] [[kernel]] void unfold(const device float* i
             "static_cast<void(*)(const float*, const Dims<2>*, uint3)>(&::bronze_msl::unfold)");
   EXPECT_EQ(ps.kernels[0].info.params[1].kind, bronze::ParamKind::Buffer);
 }
+
+// Function constants: declarations with computed indices, their values from
+// the unit's pragmas (by name or index), guarded parameters dropping out so
+// two may share a slot, is_function_constant_defined answered.
+TEST(ShaderFront, FunctionConstantsAndGuardedParameters) {
+  const std::string src = R"(
+#define FC_BASE 100
+constant bool has_mask [[function_constant(FC_BASE + 0)]];
+constant bool no_mask [[function_constant(FC_BASE + 1)]];
+static constant constexpr const int width_ [[function_constant(FC_BASE * 2)]];
+kernel void k(device float* out [[buffer(0)]],
+              device const float* mask [[buffer(1), function_constant(has_mask)]],
+              constant float& fill [[buffer(1), function_constant(no_mask)]],
+              uint i [[thread_position_in_grid]]) {
+  out[i] = is_function_constant_defined(width_) ? width_ : 0;
+}
+)";
+  bs::SourceOptions o;
+  o.constants = {{"has_mask", "true"}, {"200", "4"}};
+  auto ps = front(src, o);
+  ASSERT_EQ(ps.function_constants.size(), 3u);
+  EXPECT_EQ(ps.function_constants[0].index, 100);
+  EXPECT_EQ(ps.function_constants[2].index, 200);
+  EXPECT_EQ(ps.function_constants[2].type, "int");
+  EXPECT_EQ(ps.function_constants[2].value, "4");
+  EXPECT_EQ(ps.function_constants[1].value, "");  // undefined
+  const auto& k = ps.kernels[0];
+  EXPECT_EQ(k.info.bindings(), 2);
+  EXPECT_EQ(k.info.params[1].binding, 1);   // mask: present
+  EXPECT_TRUE(k.params[2].absent);           // fill: no_mask is undefined
+  ASSERT_EQ(ps.defined_queries.size(), 1u);
+  EXPECT_TRUE(ps.defined_queries[0].defined);
+  o.constants = {{"no_mask", "1"}};
+  auto other = front(src, o);
+  EXPECT_TRUE(other.kernels[0].params[1].absent);
+  EXPECT_EQ(other.kernels[0].info.params[2].binding, 1);  // fill takes slot 1 now
+  o.constants = {{"nope", "1"}};
+  EXPECT_THROW(front(src, o), bronze::ValueError);
+}

@@ -360,3 +360,44 @@ def test_a_compiled_library_carries_its_includes(tmp_path):
     x = bronze.zeros(1)
     bronze.load_metallib(str(out)).k(x)
     assert x.item() == 4.0
+
+
+# llama.cpp and MLX style function constants: computed indices, a guarded
+# parameter, two parameters sharing a slot under exclusive constants.
+FUNCTION_CONSTANTS = r"""
+#include <metal_stdlib>
+using namespace metal;
+#define FC_SCALE 300
+constant bool has_bias [[function_constant(FC_SCALE + 0)]];
+constant bool bias_is_value [[function_constant(FC_SCALE + 1)]];
+constant int repeat_ [[function_constant(FC_SCALE + 2)]];
+constant int repeats = is_function_constant_defined(repeat_) ? repeat_ : 1;
+kernel void scale(device float* y [[buffer(0)]],
+                  device const float* bias [[buffer(1), function_constant(has_bias)]],
+                  constant float& bias_value [[buffer(1), function_constant(bias_is_value)]],
+                  constant float& a [[buffer(2)]],
+                  uint i [[thread_position_in_grid]]) {
+  float b = has_bias ? bias[i] : bias_is_value ? bias_value : 0.0f;
+  for (int r = 0; r < repeats; ++r) y[i] = a * y[i] + b;
+}
+"""
+
+
+def test_function_constants_specialize_a_kernel():
+    plain = bronze.compile_shader(FUNCTION_CONSTANTS)
+    y = bronze.ones(4)
+    plain.scale(y, 3.0)  # no bias parameter at all
+    assert y.to("cpu").numpy().tolist() == [3.0] * 4
+    with_bias = bronze.compile_shader(FUNCTION_CONSTANTS, constants={"has_bias": True, 302: 2})
+    y = bronze.ones(4)
+    with_bias.scale(y, bronze.arange(4, dtype=bronze.float32), 2.0)
+    assert y.to("cpu").numpy().tolist() == [2 * (2 + i) + i for i in range(4)]
+    by_value = bronze.compile_shader(FUNCTION_CONSTANTS, constants={"bias_is_value": True})
+    y = bronze.ones(4)
+    by_value.scale(y, 0.5, 2.0)  # slot 1 is now the value
+    assert y.to("cpu").numpy().tolist() == [2.5] * 4
+    assert [p["name"] for p in by_value.scale.params if p["binding"] >= 0] == ["y", "bias_value", "a"]
+    with pytest.raises(ValueError, match="declares: has_bias"):
+        bronze.compile_shader(FUNCTION_CONSTANTS, constants={"nope": 1})
+    with pytest.raises(TypeError):
+        bronze.compile_shader(FUNCTION_CONSTANTS, constants={"has_bias": "yes"})

@@ -535,6 +535,16 @@ template <class T> struct binding<T*> { typedef T* type; static T* get(T* p) { r
 template <class T> struct binding<T* const> : binding<T*> {};
 template <class T> struct binding<T&> { typedef T* type; static T& get(T* p) { return *p; } static T& from(void* a) { return *(T*)a; } };
 template <class P> inline P arg(void* a) { return binding<P>::from(a); }
+// A parameter whose [[function_constant]] is false, which the kernel may not
+// touch: pointers are null, references and values refer to zeroed scratch.
+#if BRONZE_CUDA
+__device__
+#endif
+alignas(16) static unsigned char absent_bytes[256];
+template <class P> struct absent_of { static P get() { return binding<P>::from(absent_bytes); } };
+template <class T> struct absent_of<T*> { static T* get() { return nullptr; } };
+template <class P> inline P absent() { return absent_of<P>::get(); }
+
 // CUDA entries: the kernel parameter that carries the binding, and back.
 template <class P> using slot_t = typename binding<P>::type;
 template <class P> inline P from_slot(slot_t<P> v) { return binding<P>::get(v); }
