@@ -27,6 +27,7 @@ struct SourceOptions {
 };
 
 struct SourceFile {
+  SourceFile(std::string n, std::string t) : name(std::move(n)), text(std::move(t)) {}
   std::string name;  // as errors name it: the user's filename, a header's name, an include's path
   std::string text;
   // Lines a macro expansion changed: a column there is the expansion's, so

@@ -9,10 +9,6 @@ struct Edit {
   std::string text;
 };
 
-bool is_uint3_field(const std::string& f) {
-  return f == "tpig" || f == "tpitg" || f == "tgpig" || f == "tptg" || f == "dtptg" || f == "tpg" || f == "tgpg";
-}
-
 // Declaration specifiers that may stand next to an address space.
 bool is_specifier(const std::string& x) {
   return x == "static" || x == "constexpr" || x == "const" || x == "inline" || x == "extern" || x == "volatile" ||
