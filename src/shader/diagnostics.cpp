@@ -1,6 +1,7 @@
 #include "shader/diagnostics.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -145,16 +146,40 @@ bool user_file(const std::string& name, const std::vector<SourceFile>& files) {
   throw ShaderCompileError(first.text + "\n" + excerpt + rest, first.line, first.col);
 }
 
+namespace {
+// The function an Itanium-mangled name names, unqualified:
+// _ZN10bronze_msl6helperEf -> helper.
+std::string mangled_function(const std::string& m) {
+  if (m.rfind("_Z", 0) != 0) return m;
+  std::size_t i = 2;
+  bool nested = i < m.size() && m[i] == 'N';
+  if (nested) ++i;
+  std::string last;
+  while (i < m.size() && std::isdigit(static_cast<unsigned char>(m[i]))) {
+    std::size_t n = std::strtoul(m.c_str() + i, nullptr, 10);
+    while (i < m.size() && std::isdigit(static_cast<unsigned char>(m[i]))) ++i;
+    last = m.substr(i, n);
+    i += n;
+    if (!nested) break;
+  }
+  return last;
+}
+}  // namespace
+
 [[noreturn]] void raise_build_error(const std::string& diag, const ParsedSource& ps,
                                     const std::vector<SourceFile>& files) {
-  // GCC's linker: "undefined reference to `bronze_msl::helper(float)'".
-  const std::string marker = "undefined reference to `";
-  std::size_t at = diag.find(marker);
-  if (at != std::string::npos) {
-    std::size_t b = at + marker.size();
-    std::string symbol = diag.substr(b, diag.find('\'', b) - b);
-    std::string name = symbol.substr(0, symbol.find('('));
+  // GCC's linker: "undefined reference to `bronze_msl::helper(float)'";
+  // NVRTC's ptxas: "Unresolved extern function '_ZN10bronze_msl6helperEf'".
+  std::string symbol, name;
+  for (const char* marker : {"undefined reference to `", "Unresolved extern function '"}) {
+    std::size_t at = diag.find(marker);
+    if (at == std::string::npos) continue;
+    std::size_t b = at + std::char_traits<char>::length(marker);
+    symbol = diag.substr(b, diag.find('\'', b) - b);
+    name = symbol.rfind("_Z", 0) == 0 ? mangled_function(symbol) : symbol.substr(0, symbol.find('('));
     if (name.rfind("::") != std::string::npos) name = name.substr(name.rfind("::") + 2);
+  }
+  if (!name.empty()) {
     const auto& t = ps.tokens;
     for (std::size_t i = 1; i + 1 < t.size(); ++i) {
       // A call: the name, then '(', not after a type (that is a declaration).

@@ -147,4 +147,12 @@ template [[host_name("reduce_f16")]] kernel void reduce<half>(device const half*
     EXPECT_EQ(e.line(), 2);
     EXPECT_EQ(e.column(), 10);
   }
+  try {  // ptxas names a function called but never defined by its mangled name
+    build(bs::preprocess("float helper(float v);\nkernel void f(device float* o) {\n  o[0] = helper(o[0]);\n}\n", {}),
+          false);
+    FAIL() << "expected a compile error";
+  } catch (const bronze::ShaderCompileError& e) {
+    EXPECT_EQ(e.line(), 3);
+    EXPECT_NE(std::string(e.what()).find("'helper' is called but never defined"), std::string::npos) << e.what();
+  }
 }

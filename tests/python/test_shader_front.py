@@ -158,7 +158,7 @@ kernel void bronze_body(device float* a, uint g0 [[thread_position_in_grid]]) { 
 def test_a_function_declared_but_never_defined_is_an_error_at_the_call():
     src = "float helper(float v);\nkernel void k(device float* x) {\n  x[0] = helper(x[0]);\n}\n"
     with pytest.raises(bronze.ShaderCompileError, match="never defined") as info:
-        bronze.compile_shader(src, device="cpu")
+        bronze.compile_shader(src)  # the CPU's linker and CUDA's ptxas name it differently
     assert info.value.lineno == 3
 
 
