@@ -100,7 +100,7 @@ def test_mlx_style_instantiations():
     assert bronze.find_kernels(MLX_STYLE) == ["cast_float16float32", "cast_float32int32", "cast_bfloat16float32"]
     k = lib.cast_float16float32
     assert [p["type"] for p in k.params[:3]] == ["half", "float", "uint"]
-    src = bronze.asarray(np.arange(6, dtype=np.float16))  # on the current device
+    src = bronze.tensor(np.arange(6, dtype=np.float16))  # a copy on the current device
     out = bronze.zeros(6)
     k(src, out, 6, threads=3)  # N = 2 from the default argument: 3 threads cover 6 elements
     assert out.to("cpu").numpy().tolist() == [0, 1, 2, 3, 4, 5]
@@ -137,7 +137,7 @@ def test_ggml_style_file():
     src = np.arange(40, dtype=np.float32)
     dst = bronze.zeros(40)
     args = np.array([40], dtype=np.int32).tobytes() + np.array([0.5], dtype=np.float32).tobytes()
-    lib.kernel_scale_sq_f32(args, bronze.asarray(src), dst, threads=32, group_size=32)
+    lib.kernel_scale_sq_f32(args, bronze.tensor(src), dst, threads=32, group_size=32)
     kv = np.array([-2, -1, 1, 2], dtype=np.float32)
     np.testing.assert_allclose(dst.to("cpu").numpy(), src * src * 0.5 + kv[np.arange(40) % 4])
 
