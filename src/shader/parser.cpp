@@ -291,13 +291,20 @@ class Parser {
       if (eq < e) p.default_text = text(eq + 1, e);
       tparams.push_back(p);
     }
-    if (t(close + 1).text == "template" && t(close + 2).text == "<") return template_decl(close + 1, ns, in_class);
-    return declaration(close + 1, ns, tparams, in_class);
+    if (t(close + 1).text == "template" && t(close + 2).text == "<") {
+      std::size_t saved = header_;
+      header_ = header_ ? header_ : i;
+      std::size_t r = template_decl(close + 1, ns, in_class);
+      header_ = saved;
+      return r;
+    }
+    return declaration(close + 1, ns, tparams, in_class, header_ ? header_ : i);
   }
 
   // A declaration or definition starting at i.
+  // `header`: where the declaration's template header starts, if it has one.
   std::size_t declaration(std::size_t i, const std::string& ns, const std::vector<TemplateParam>& tparams,
-                          bool in_class) {
+                          bool in_class, std::size_t header = 0) {
     const std::size_t start = i;
     bool kernel = false, is_class = false;
     std::string host, class_name;
@@ -372,6 +379,7 @@ class Parser {
         if (t(name_at).kind != Token::Ident || takes_operand(t(name_at).text)) return close + 1;
         const std::string& name = t(name_at).text;
         note_body(name, i + 1, close);  // a call by name (x.f()) may reach any f
+        address_space_overload(ns, header ? header : start, rparen, i, close);
         if (in_class && !current_class_.empty()) {
           // The class reaches its own members only, so Op()(x) with Op = A
           // does not reach B::operator().
@@ -506,6 +514,36 @@ class Parser {
         return value != "0" && value != "false" && value != "0.0";
     }
     return false;
+  }
+
+  // Metal overloads functions on address spaces (`f(thread T& a)` beside
+  // `f(threadgroup T& a)`, a member's `f() thread` beside `f() threadgroup`):
+  // in bronze's one address space they are one function, so only the first
+  // of a signature is kept, preferring one without device or threadgroup.
+  void address_space_overload(const std::string& ns, std::size_t first, std::size_t rparen, std::size_t body,
+                              std::size_t close) {
+    bool preferred = true;
+    std::string key = ns + "|", last;
+    for (std::size_t k = first; k <= rparen; ++k) {
+      std::string x = t(k).text;
+      if (x == "device" || x == "threadgroup" || x == "threadgroup_imageblock") preferred = false;
+      if (x == "device" || x == "thread" || x == "threadgroup" || x == "threadgroup_imageblock") continue;
+      if (x == "constant") x = "const";  // as the rewrite makes it
+      if (x == "const" && last == "const") continue;
+      key += x + " ";
+      last = x;
+    }
+    for (std::size_t k = rparen + 1; k < body && t(k).text != ":"; ++k)  // the qualifier of `this`
+      if (t(k).text == "device" || t(k).text == "threadgroup" || t(k).text == "constant") preferred = false;
+    auto it = members_.find(key);
+    if (it == members_.end()) {
+      members_[key] = {first, close, preferred};
+    } else if (preferred && !it->second.preferred) {
+      out_.dropped.emplace_back(it->second.first, it->second.last);
+      it->second = {first, close, preferred};
+    } else {
+      out_.dropped.emplace_back(first, close);
+    }
   }
 
   // A class's own node: the names its members' types and initializers use
@@ -885,6 +923,12 @@ class Parser {
   std::map<std::string, KernelDef> kernel_templates_;  // those marked kernel
   std::vector<std::set<std::string>> kernel_refs_;     // per kernel: its function and template arguments
   std::string current_class_;
+  std::size_t header_ = 0;  // the outer `template` of nested template headers
+  struct Member {
+    std::size_t first, last;
+    bool preferred;
+  };
+  std::map<std::string, Member> members_;  // member functions by scope and signature
   std::vector<std::pair<std::string, std::string>> given_;  // function constant values from the unit's pragmas
 };
 

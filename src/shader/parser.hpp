@@ -61,6 +61,10 @@ struct ParsedSource {
     bool defined;
   };
   std::vector<Defined> defined_queries;
+  // Token ranges [first, last] to drop: member functions that differ from
+  // another only in the address space of `this` (`f() threadgroup` beside
+  // `f() thread`), one function in bronze's single address space.
+  std::vector<std::pair<std::size_t, std::size_t>> dropped;
 };
 
 // Function constant values are given to a unit as its last lines,

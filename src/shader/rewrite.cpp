@@ -47,6 +47,15 @@ std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderT
         if (checked(p, true))
           edits.push_back({p.span_begin, p.span_end - p.span_begin, "bronze_bounded<" + p.def_type + "> " + p.info.name});
   }
+  for (const auto& [first, last] : ps.dropped) {  // before the token edits inside them
+    std::size_t b = t[first].offset, e = t[last].offset + t[last].text.size();
+    std::string spaces = src.substr(b, e - b);
+    for (char& c : spaces)
+      if (c != '\n') c = ' ';
+    for (std::size_t k = first; k <= last; ++k)  // #line directives stay: they keep the lines
+      if (t[k].kind == Token::Preproc) spaces.replace(t[k].offset - b, t[k].text.size(), t[k].text);
+    edits.push_back({b, e - b, spaces});
+  }
   auto blank = [&](const Token& tok) { edits.push_back({tok.offset, tok.text.size(), std::string(tok.text.size(), ' ')}); };
   // Function constants become compile-time constants of their value (given,
   // or the type's zero: Metal leaves an undefined one without a value).
@@ -111,7 +120,10 @@ std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderT
       while (t[k].kind != Token::End && t[k].text != "*" && t[k].text != "&" && t[k].text != ";" &&
              t[k].text != "[" && t[k].text != "=" && t[k].text != "(" && t[k].text != ")" && t[k].text != ",")
         ++k;
-      bool variable = depth > 0 && t[k].text != "*" && t[k].text != "&" && t[k].text != ")" && t[k].text != ",";
+      // After a parameter list it qualifies `this` (`f() threadgroup`).
+      bool qualifier = t[i - 1].text == ")" || t[i - 1].text == "const" || t[i - 1].text == "volatile";
+      bool variable = depth > 0 && !qualifier && t[k].text != "*" && t[k].text != "&" && t[k].text != ")" &&
+                      t[k].text != ",";
       if (!variable) {
         blank(tok);
         continue;

@@ -302,7 +302,7 @@ INTRINSICS = r"""
 #include <metal_stdlib>
 using namespace metal;
 #define fwd_math(name) METAL_FUNC float my_##name(float x) { return __metal_##name(x, __METAL_MAYBE_FAST_MATH__); }
-fwd_math(fabs) fwd_math(sinpi) fwd_math(cospi) fwd_math(exp10) fwd_math(log1p)
+fwd_math(fabs) fwd_math(sinpi) fwd_math(cospi) fwd_math(exp10)
 kernel void lanes(device float* math [[buffer(0)]], device int* shf [[buffer(1)]],
                   uint l [[thread_index_in_simdgroup]]) {
   float x = float(l) - 15.5f;
@@ -401,3 +401,45 @@ def test_function_constants_specialize_a_kernel():
         bronze.compile_shader(FUNCTION_CONSTANTS, constants={"nope": 1})
     with pytest.raises(TypeError):
         bronze.compile_shader(FUNCTION_CONSTANTS, constants={"has_bias": "yes"})
+
+
+# MLX-style helpers: metal type traits selecting overloads, constexpr limits
+# and bfloat constants, functions overloaded on address spaces.
+TRAITS = r"""
+#include <metal_stdlib>
+using namespace metal;
+template <typename T> struct Acc { using type = conditional_t<is_floating_point_v<T>, float, int>; };
+template <typename T, enable_if_t<is_integral_v<T>, bool> = true> METAL_FUNC int kind(T) { return 1; }
+template <typename T, enable_if_t<is_floating_point_v<T>, bool> = true> METAL_FUNC int kind(T) { return 2; }
+struct Box {
+  float v;
+  constexpr Box() thread : v(1) {}
+  constexpr Box() threadgroup : v(1) {}
+  float get() const thread { return v; }
+  float get() const device { return v; }
+};
+inline void bump(thread float& x) { x += 1; }
+inline void bump(threadgroup float& x) { x += 1; }
+kernel void traits(device float* out, uint i [[thread_position_in_grid]]) {
+  constexpr float lo = numeric_limits<float>::lowest();
+  constexpr int imax = numeric_limits<int>::max();
+  constexpr bfloat half_b = bfloat(0.5f);
+  static_assert(is_same_v<typename Acc<half>::type, float> && is_same_v<typename Acc<short>::type, int>, "acc");
+  static_assert(is_convertible_v<int, float> && !is_convertible_v<float, bfloat>, "conv");
+  static_assert(is_signed_v<int> && is_unsigned_v<uint> && !is_floating_point_v<int>, "sign");
+  static_assert(is_same_v<make_unsigned_t<int>, uint> && is_same_v<remove_cv_t<const volatile int>, int>, "make");
+  static_assert(vec_elements<float4>::value == 4 && is_vector_v<half2> && !is_vector_v<float>, "vec");
+  Box b;
+  float x = b.get();
+  bump(x);
+  out[i] = (lo < 0 ? 1 : 0) + (imax == 2147483647 ? 10 : 0) + kind(i) * 100 + kind(x) * 1000 +
+           float(half_b) * 10000 + x * 100000 + numeric_limits<half>::epsilon() * 0;
+}
+"""
+
+
+def test_type_traits_limits_and_address_space_overloads():
+    lib = bronze.compile_shader(TRAITS)
+    out = bronze.zeros(2)
+    lib.traits(out)
+    assert out.to("cpu").numpy().tolist() == [1 + 10 + 100 + 2000 + 5000 + 200000] * 2

@@ -121,30 +121,25 @@ typedef _Float16 half;
 struct bfloat {
   unsigned short bits;
   bfloat() = default;
-  explicit bfloat(float f) {
-    unsigned int x;
-    BRONZE_MEMCPY(&x, &f, 4);
-    if ((x & 0x7fffffffu) > 0x7f800000u) bits = (unsigned short)((x >> 16) | 0x40u);
-    else bits = (unsigned short)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+  // Round to nearest even; NaN stays NaN. constexpr: kernels make bfloat constants.
+  constexpr explicit bfloat(float f) : bits(round(__builtin_bit_cast(unsigned int, f))) {}
+  constexpr explicit bfloat(double d) : bfloat((float)d) {}
+  constexpr explicit bfloat(int i) : bfloat((float)i) {}
+  constexpr operator float() const { return __builtin_bit_cast(float, (unsigned int)bits << 16); }
+  static constexpr unsigned short round(unsigned int x) {
+    return (x & 0x7fffffffu) > 0x7f800000u ? (unsigned short)((x >> 16) | 0x40u)
+                                           : (unsigned short)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
   }
-  explicit bfloat(double d) : bfloat((float)d) {}
-  explicit bfloat(int i) : bfloat((float)i) {}
-  operator float() const {
-    unsigned int x = (unsigned int)bits << 16;
-    float f;
-    BRONZE_MEMCPY(&f, &x, 4);
-    return f;
-  }
-  bfloat& operator+=(float o) { return *this = bfloat(float(*this) + o); }
-  bfloat& operator-=(float o) { return *this = bfloat(float(*this) - o); }
-  bfloat& operator*=(float o) { return *this = bfloat(float(*this) * o); }
-  bfloat& operator/=(float o) { return *this = bfloat(float(*this) / o); }
+  constexpr bfloat& operator+=(float o) { return *this = bfloat(float(*this) + o); }
+  constexpr bfloat& operator-=(float o) { return *this = bfloat(float(*this) - o); }
+  constexpr bfloat& operator*=(float o) { return *this = bfloat(float(*this) * o); }
+  constexpr bfloat& operator/=(float o) { return *this = bfloat(float(*this) / o); }
 };
-inline bfloat operator+(bfloat a, bfloat b) { return bfloat(float(a) + float(b)); }
-inline bfloat operator-(bfloat a, bfloat b) { return bfloat(float(a) - float(b)); }
-inline bfloat operator*(bfloat a, bfloat b) { return bfloat(float(a) * float(b)); }
-inline bfloat operator/(bfloat a, bfloat b) { return bfloat(float(a) / float(b)); }
-inline bfloat operator-(bfloat a) { return bfloat(-float(a)); }
+constexpr bfloat operator+(bfloat a, bfloat b) { return bfloat(float(a) + float(b)); }
+constexpr bfloat operator-(bfloat a, bfloat b) { return bfloat(float(a) - float(b)); }
+constexpr bfloat operator*(bfloat a, bfloat b) { return bfloat(float(a) * float(b)); }
+constexpr bfloat operator/(bfloat a, bfloat b) { return bfloat(float(a) / float(b)); }
+constexpr bfloat operator-(bfloat a) { return bfloat(-float(a)); }
 
 // ---------------------------------------------------------------- vectors
 template <class T, int N> struct vec;
@@ -316,11 +311,118 @@ BRONZE_VEC_TYPES(short) BRONZE_VEC_TYPES(ushort) BRONZE_VEC_TYPES(char) BRONZE_V
 BRONZE_VEC_TYPES(bool) BRONZE_VEC_TYPES(long) BRONZE_VEC_TYPES(ulong) BRONZE_VEC_TYPES(bfloat)
 #undef BRONZE_VEC_TYPES
 
+// ------------------------------------------------------------ type traits
+// metal_type_traits: C++'s traits, with half and bfloat floating point and
+// Metal's vector traits.
+namespace metal {
+template <class T, T v> struct integral_constant {
+  static constexpr T value = v;
+  typedef T value_type;
+  typedef integral_constant type;
+  constexpr operator T() const { return v; }
+  constexpr T operator()() const { return v; }
+};
+template <bool B> using bool_constant = integral_constant<bool, B>;
+typedef bool_constant<true> true_type;
+typedef bool_constant<false> false_type;
+template <class A, class B> struct is_same : false_type {};
+template <class A> struct is_same<A, A> : true_type {};
+template <class A, class B> constexpr bool is_same_v = is_same<A, B>::value;
+template <bool B, class T = void> struct enable_if {};
+template <class T> struct enable_if<true, T> { typedef T type; };
+template <bool B, class T = void> using enable_if_t = typename enable_if<B, T>::type;
+template <bool B, class T, class F> struct conditional { typedef T type; };
+template <class T, class F> struct conditional<false, T, F> { typedef F type; };
+template <bool B, class T, class F> using conditional_t = typename conditional<B, T, F>::type;
+template <class T> struct type_identity { typedef T type; };
+#define BRONZE_STRIP(name, pattern)                                                                 \
+  template <class T> struct name { typedef T type; };                                               \
+  template <class T> struct name<pattern> { typedef T type; };                                      \
+  template <class T> using name##_t = typename name<T>::type;
+BRONZE_STRIP(remove_const, const T) BRONZE_STRIP(remove_volatile, volatile T) BRONZE_STRIP(remove_pointer, T*)
+#undef BRONZE_STRIP
+template <class T> struct remove_reference { typedef T type; };
+template <class T> struct remove_reference<T&> { typedef T type; };
+template <class T> struct remove_reference<T&&> { typedef T type; };
+template <class T> using remove_reference_t = typename remove_reference<T>::type;
+template <class T> struct remove_cv { typedef remove_volatile_t<remove_const_t<T>> type; };
+template <class T> using remove_cv_t = typename remove_cv<T>::type;
+template <class T> struct remove_cvref { typedef remove_cv_t<remove_reference_t<T>> type; };
+template <class T> using remove_cvref_t = typename remove_cvref<T>::type;
+// One address space here: removing it leaves the type.
+template <class T> struct remove_address_space { typedef T type; };
+template <class T> using remove_address_space_t = T;
+template <class T> struct decay { typedef remove_cvref_t<T> type; };
+template <class T> using decay_t = typename decay<T>::type;
+template <class T> struct add_const { typedef const T type; };
+template <class T> using add_const_t = const T;
+template <class T> T&& declval();
+#define BRONZE_SET(name, ...)                                                                       \
+  template <class T> struct name : false_type {};                                                  \
+  template <class T> struct name<const T> : name<T> {};                                            \
+  template <class T> struct name<volatile T> : name<T> {};                                         \
+  template <class T> struct name<const volatile T> : name<T> {};                                   \
+  template <class T> constexpr bool name##_v = name<T>::value;
+#define BRONZE_IN_SET(name, T) template <> struct name<T> : true_type {};
+BRONZE_SET(is_floating_point)
+BRONZE_IN_SET(is_floating_point, float) BRONZE_IN_SET(is_floating_point, half)
+BRONZE_IN_SET(is_floating_point, bfloat) BRONZE_IN_SET(is_floating_point, double)
+BRONZE_SET(is_integral)
+BRONZE_IN_SET(is_integral, bool) BRONZE_IN_SET(is_integral, char) BRONZE_IN_SET(is_integral, signed char)
+BRONZE_IN_SET(is_integral, unsigned char) BRONZE_IN_SET(is_integral, short) BRONZE_IN_SET(is_integral, unsigned short)
+BRONZE_IN_SET(is_integral, int) BRONZE_IN_SET(is_integral, unsigned int) BRONZE_IN_SET(is_integral, long)
+BRONZE_IN_SET(is_integral, unsigned long) BRONZE_IN_SET(is_integral, long long)
+BRONZE_IN_SET(is_integral, unsigned long long)
+BRONZE_SET(is_void) BRONZE_IN_SET(is_void, void)
+#undef BRONZE_SET
+#undef BRONZE_IN_SET
+template <class T> struct is_arithmetic : bool_constant<is_integral<T>::value || is_floating_point<T>::value> {};
+template <class T> constexpr bool is_arithmetic_v = is_arithmetic<T>::value;
+template <class T> struct is_signed : bool_constant<is_floating_point<T>::value || (is_integral<T>::value && T(-1) < T(0))> {};
+template <class T> constexpr bool is_signed_v = is_signed<T>::value;
+template <class T> struct is_unsigned : bool_constant<is_integral<T>::value && !is_signed<T>::value> {};
+template <class T> constexpr bool is_unsigned_v = is_unsigned<T>::value;
+template <class T> struct is_pointer : false_type {};
+template <class T> struct is_pointer<T*> : true_type {};
+template <class T> constexpr bool is_pointer_v = is_pointer<T>::value;
+template <class T> struct is_scalar : bool_constant<is_arithmetic<T>::value || is_pointer<T>::value> {};
+template <class T> constexpr bool is_scalar_v = is_scalar<T>::value;
+template <class From, class To> struct is_convertible {
+  template <class T> static void take(T);
+  template <class F, class T, class = decltype(take<T>(declval<F>()))> static true_type test(int);
+  template <class, class> static false_type test(...);
+  static constexpr bool value = decltype(test<From, To>(0))::value;
+};
+template <class From, class To> constexpr bool is_convertible_v = is_convertible<From, To>::value;
+#define BRONZE_SIGN_PAIR(S, U)                                                                      \
+  template <> struct make_signed<U> { typedef S type; };                                            \
+  template <> struct make_signed<S> { typedef S type; };                                            \
+  template <> struct make_unsigned<S> { typedef U type; };                                          \
+  template <> struct make_unsigned<U> { typedef U type; };
+template <class T> struct make_signed;
+template <class T> struct make_unsigned;
+template <> struct make_signed<char> { typedef signed char type; };
+template <> struct make_unsigned<char> { typedef unsigned char type; };
+BRONZE_SIGN_PAIR(signed char, unsigned char) BRONZE_SIGN_PAIR(short, unsigned short)
+BRONZE_SIGN_PAIR(int, unsigned int) BRONZE_SIGN_PAIR(long, unsigned long)
+BRONZE_SIGN_PAIR(long long, unsigned long long)
+#undef BRONZE_SIGN_PAIR
+template <class T> using make_signed_t = typename make_signed<T>::type;
+template <class T> using make_unsigned_t = typename make_unsigned<T>::type;
+// Vector traits: is_vector_v, vec_elements<T>::value.
+template <class T> struct is_vector : false_type {};
+template <class T, int N> struct is_vector<vec<T, N>> : true_type {};
+template <class T> constexpr bool is_vector_v = is_vector<remove_cv_t<T>>::value;
+template <class T> struct vec_elements { static constexpr int value = vec_traits<remove_cv_t<T>>::n; };
+template <class T> using vec_element_t = typename vec_traits<remove_cv_t<T>>::elem;
+}  // namespace metal
+
 // ------------------------------------------------------------------- math
 namespace metal {
 template <class T> using elem_t = typename vec_traits<T>::elem;
 
-// No bfloat overloads, as in Metal: a bfloat argument converts to float.
+// Metal's set (no log1p, expm1 or cbrt: libraries define their own). No
+// bfloat overloads, as in Metal: a bfloat argument converts to float.
 #define BRONZE_MATH1(name, f32, f64)                                                               \
   inline float name(float x) { return f32(x); }                                                     \
   inline half name(half x) { return (half)f32((float)x); }                                          \
@@ -351,9 +453,6 @@ BRONZE_MATH1(fabs, BRONZE_M(fabsf), BRONZE_M(fabs))
 BRONZE_MATH1(asinh, BRONZE_M(asinhf), BRONZE_M(asinh))
 BRONZE_MATH1(acosh, BRONZE_M(acoshf), BRONZE_M(acosh))
 BRONZE_MATH1(atanh, BRONZE_M(atanhf), BRONZE_M(atanh))
-BRONZE_MATH1(log1p, BRONZE_M(log1pf), BRONZE_M(log1p))
-BRONZE_MATH1(expm1, BRONZE_M(expm1f), BRONZE_M(expm1))
-BRONZE_MATH1(cbrt, BRONZE_M(cbrtf), BRONZE_M(cbrt))
 BRONZE_MATH1(exp10, BRONZE_M(exp10f), BRONZE_M(exp10))
 #undef BRONZE_MATH1
 // sin(pi x), cos(pi x), tan(pi x): exact at integers and half-integers.
@@ -440,19 +539,49 @@ inline uint clz(uint x) { return x ? BRONZE_CLZ32(x) : 32; }
 inline uint ctz(uint x) { return x ? BRONZE_CTZ32(x) : 32; }
 template <class T> inline T mulhi(T a, T b) { return T(((long long)a * (long long)b) >> (8 * sizeof(T))); }
 
-// numeric_limits for the types kernels use as reduction identities.
-template <class T> struct numeric_limits;
-template <> struct numeric_limits<float> {
-  static float max() { return 3.402823466e+38f; } static float lowest() { return -3.402823466e+38f; }
-  static float min() { return 1.175494351e-38f; } static float infinity() { return BRONZE_INF; }
-  static float epsilon() { return 1.192092896e-07f; } static float quiet_NaN() { return BRONZE_QNAN; }
+// numeric_limits: constexpr (kernels use them as reduction identities in
+// constant expressions), but for half on CUDA, whose conversion is an
+// instruction there.
+template <class T, bool = is_integral<T>::value> struct numeric_limits {
+  static constexpr bool is_specialized = false;
 };
-template <> struct numeric_limits<half> {
-  static half max() { return (half)65504.0f; } static half lowest() { return (half)-65504.0f; }
-  static half infinity() { return (half)BRONZE_INF; } static half epsilon() { return (half)0.0009765625f; }
+template <class T> struct numeric_limits<T, true> {
+  static constexpr bool is_specialized = true, is_signed = T(-1) < T(0), is_integer = true;
+  static constexpr int digits = 8 * sizeof(T) - (T(-1) < T(0) ? 1 : 0);
+  static constexpr T max() { return is_signed ? T((1ull << (8 * sizeof(T) - 1)) - 1) : T(~0ull); }
+  static constexpr T min() { return is_signed ? T(-max() - 1) : T(0); }
+  static constexpr T lowest() { return min(); }
 };
-template <> struct numeric_limits<int> { static int max() { return 2147483647; } static int lowest() { return -2147483647 - 1; } static int min() { return -2147483647 - 1; } };
-template <> struct numeric_limits<uint> { static uint max() { return 4294967295u; } static uint lowest() { return 0; } static uint min() { return 0; } };
+template <> struct numeric_limits<bool, true> {
+  static constexpr bool is_specialized = true, is_signed = false, is_integer = true;
+  static constexpr bool max() { return true; }
+  static constexpr bool min() { return false; }
+  static constexpr bool lowest() { return false; }
+};
+#define BRONZE_FLOAT_LIMITS(T, CE, BITS, WORD, MAXB, MINB, EPSB, DIG)                                \
+  template <> struct numeric_limits<T, false> {                                                     \
+    static constexpr bool is_specialized = true, is_signed = true, is_integer = false;              \
+    static constexpr int digits = DIG;                                                              \
+    typedef WORD word;                                                                              \
+    static CE T bits(word w) { return __builtin_bit_cast(T, w); }                                    \
+    static CE T max() { return bits(MAXB); }                                                        \
+    static CE T lowest() { return bits(word(MAXB | (word(1) << (BITS - 1)))); }                     \
+    static CE T min() { return bits(MINB); }                                                        \
+    static CE T denorm_min() { return bits(1); }                                                    \
+    static CE T epsilon() { return bits(EPSB); }                                                    \
+    static CE T infinity() { return bits(word(MAXB + 1)); }                                         \
+    static CE T quiet_NaN() { return bits(word((MAXB + 1) | (MINB >> 1))); }                        \
+  };
+BRONZE_FLOAT_LIMITS(float, constexpr, 32, unsigned int, 0x7f7fffffu, 0x00800000u, 0x34000000u, 24)
+BRONZE_FLOAT_LIMITS(double, constexpr, 64, unsigned long long, 0x7fefffffffffffffull, 0x0010000000000000ull,
+                    0x3cb0000000000000ull, 53)
+BRONZE_FLOAT_LIMITS(bfloat, constexpr, 16, unsigned short, 0x7f7fu, 0x0080u, 0x3c00u, 8)
+#if BRONZE_CUDA
+BRONZE_FLOAT_LIMITS(half, inline, 16, unsigned short, 0x7bffu, 0x0400u, 0x1400u, 11)
+#else
+BRONZE_FLOAT_LIMITS(half, constexpr, 16, unsigned short, 0x7bffu, 0x0400u, 0x1400u, 11)
+#endif
+#undef BRONZE_FLOAT_LIMITS
 namespace fast { using namespace metal; }
 namespace precise { using namespace metal; }
 }  // namespace metal
@@ -625,7 +754,7 @@ struct math_mode {};
   }
 #define BRONZE_UNARY(X)                                                                                  \
   X(fabs) X(acos) X(acosh) X(asin) X(asinh) X(atan) X(atanh) X(ceil) X(cos) X(cosh) X(cospi) X(exp)        \
-  X(exp10) X(exp2) X(floor) X(fract) X(log) X(log10) X(log2) X(log1p) X(expm1) X(cbrt) X(rint) X(round)    \
+  X(exp10) X(exp2) X(floor) X(fract) X(log) X(log10) X(log2) X(rint) X(round)                             \
   X(rsqrt) X(sin) X(sinh) X(sinpi) X(sqrt) X(tan) X(tanh) X(tanpi) X(trunc) X(simd_sum) X(simd_product)    \
   X(simd_max) X(simd_min) X(simd_and) X(simd_or) X(simd_xor) X(simd_prefix_inclusive_sum)                   \
   X(simd_prefix_exclusive_sum) X(simd_prefix_inclusive_product) X(simd_prefix_exclusive_product)
