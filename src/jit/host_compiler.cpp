@@ -2,12 +2,18 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <spawn.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
+#include <iterator>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -65,28 +71,115 @@ std::vector<std::string> files_ending(const std::string& dir, const std::string&
   return names;
 }
 
+// A compiler under RLIMIT_AS fails its allocations: GCC says "out of
+// memory" or "virtual memory exhausted"; an abort signal counts too.
+bool killed_for_memory(const std::string& log) {
+  std::ifstream f(log);
+  std::string text((std::istreambuf_iterator<char>(f)), {});
+  return text.find("out of memory") != std::string::npos || text.find("virtual memory exhausted") != std::string::npos ||
+         text.find("cannot allocate memory") != std::string::npos || text.find("std::bad_alloc") != std::string::npos;
+}
+
+// What a compiler run may take before it is stopped ($BRONZE_COMPILE_TIMEOUT
+// seconds, $BRONZE_COMPILE_MEMORY bytes with an optional K/M/G unit):
+// generous, so no real kernel meets them, but an include of /dev/zero or a
+// macro bomb cannot take the machine.
+struct Limits {
+  unsigned long long seconds = 600;
+  unsigned long long memory = 8ull << 30;
+};
+
+unsigned long long parse_size(const char* var, const char* v, unsigned long long fallback) {
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  unsigned long long n = std::strtoull(v, &end, 10);
+  std::string unit = end ? end : "";
+  if (!unit.empty() && unit.back() == 'B') unit.pop_back();
+  if (!unit.empty() && unit.back() == 'i') unit.pop_back();
+  unsigned long long scale = unit.empty() ? 1 : unit == "K" ? 1ull << 10 : unit == "M" ? 1ull << 20
+                             : unit == "G" ? 1ull << 30 : 0;
+  if (end == v || scale == 0 || n == 0)
+    throw ValueError(std::string("$") + var + "='" + v + "' is not a size (e.g. 4G, 512M, 1073741824)");
+  return n * scale;
+}
+
+const Limits& limits() {
+  static const Limits l = [] {
+    Limits x;
+    x.seconds = parse_size("BRONZE_COMPILE_TIMEOUT", std::getenv("BRONZE_COMPILE_TIMEOUT"), x.seconds);
+    x.memory = parse_size("BRONZE_COMPILE_MEMORY", std::getenv("BRONZE_COMPILE_MEMORY"), x.memory);
+    return x;
+  }();
+  return l;
+}
+
 // Runs argv with stdout into `out` and stderr into `log` (both into `log`
-// when `out` is empty), in `cwd` when given; returns the exit status. The
-// compiler's stdin is /dev/null: it never reads the process's input.
+// when `out` is empty), in `cwd` when given, under limits(); returns the
+// exit status. The compiler's stdin is /dev/null: it never reads the
+// process's input. Past a limit the run is killed and ShaderCompileError
+// says which limit.
 int run(const std::vector<std::string>& argv, const std::string& log, const std::string& out = {},
         const std::string& cwd = {}) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  if (out.empty()) posix_spawn_file_actions_adddup2(&fa, 2, 1);
-  else posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
-  pid_t pid;
-  int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) throw Error("cannot start the compiler " + argv[0] + ": " + std::strerror(rc));
+  const Limits& lim = limits();
+  // Everything the child needs is ready before fork: after it, only
+  // async-signal-safe calls until exec.
+  const rlimit mem{static_cast<rlim_t>(lim.memory), static_cast<rlim_t>(lim.memory)};
+  const char* out_path = out.empty() ? nullptr : out.c_str();
+  pid_t pid = ::fork();
+  if (pid < 0) throw Error("cannot start the compiler " + argv[0] + ": " + std::strerror(errno));
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::setrlimit(RLIMIT_AS, &mem);
+    int in = ::open("/dev/null", O_RDONLY);
+    int err = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int o = out_path ? ::open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600) : err;
+    if (in < 0 || err < 0 || o < 0 || (!cwd.empty() && ::chdir(cwd.c_str()) != 0)) ::_exit(126);
+    ::dup2(in, 0);
+    ::dup2(o, 1);
+    ::dup2(err, 2);
+    ::execve(args[0], args.data(), environ);
+    ::_exit(127);
+  }
+  // Waits with the deadline: a pidfd to poll where the kernel has one,
+  // else short sleeps.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(lim.seconds);
+  int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) throw Error("waiting for the compiler failed");
+  bool timed_out = false;
+  for (;;) {
+    pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR) throw Error("waiting for the compiler failed");
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      ::kill(-pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      timed_out = true;
+      break;
+    }
+    if (pidfd >= 0) {
+      pollfd p{pidfd, POLLIN, 0};
+      ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 1000)));
+    } else {
+      ::usleep(2000);
+    }
+  }
+  if (pidfd >= 0) ::close(pidfd);
+  if (timed_out)
+    throw ShaderCompileError("the compiler ran past its time limit of " + std::to_string(lim.seconds) +
+                             " s and was stopped ($BRONZE_COMPILE_TIMEOUT sets the limit)");
+  if (WIFSIGNALED(status))
+    throw ShaderCompileError("the compiler was killed by signal " + std::to_string(WTERMSIG(status)) +
+                             " (its memory limit is " + std::to_string(lim.memory >> 20) +
+                             " MiB: $BRONZE_COMPILE_MEMORY)");
+  if (WIFEXITED(status) && WEXITSTATUS(status) != 0 && killed_for_memory(log))
+    throw ShaderCompileError("the compiler ran out of its memory limit of " + std::to_string(lim.memory >> 20) +
+                             " MiB and was stopped ($BRONZE_COMPILE_MEMORY sets the limit)");
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+    throw Error("cannot start the compiler " + argv[0]);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 }  // namespace

@@ -128,8 +128,9 @@ std::string squeeze(const std::string& s) {
   return o;
 }
 
-// "# 12 "name" 1 3" (GCC and Clang line markers): the line and name.
-bool line_marker(const std::string& l, int& line, std::string& name) {
+// "# 12 "name" 1 3" (GCC and Clang line markers): the line and name;
+// `entering` for flag 1, the start of an included file.
+bool line_marker(const std::string& l, int& line, std::string& name, bool* entering = nullptr) {
   std::size_t i = 0;
   if (l.size() < 4 || l[0] != '#') return false;
   i = l.find_first_not_of(' ', 1);
@@ -138,10 +139,12 @@ bool line_marker(const std::string& l, int& line, std::string& name) {
   std::size_t q = l.find('"', i);
   if (q == std::string::npos) return false;
   name.clear();
-  for (std::size_t k = q + 1; k < l.size() && l[k] != '"'; ++k) {
+  std::size_t k = q + 1;
+  for (; k < l.size() && l[k] != '"'; ++k) {
     if (l[k] == '\\' && k + 1 < l.size()) ++k;
     name += l[k];
   }
+  if (entering) *entering = l.find(" 1", k) == k + 1;
   return true;
 }
 
@@ -195,7 +198,7 @@ const std::vector<std::string>& metal_predefined_macros() {
 TranslationUnit preprocess(const std::string& source, const SourceOptions& o) {
   std::string base = o.filename.substr(o.filename.find_last_of('/') + 1);
   if (base.empty() || base[0] == '.') base = "shader.metal";
-  std::vector<std::string> flags = {"-undef", "-nostdinc", "-x", "c++", "-std=c++17"};
+  std::vector<std::string> flags = {"-undef", "-nostdinc", "-x", "c++", "-std=c++17", "-fno-diagnostics-show-caret"};
   for (const std::string& m : metal_predefined_macros()) flags.push_back("-D" + m);
   for (const auto& [name, value] : o.defines) {
     if (!is_identifier(name)) throw ValueError("defines: '" + name + "' is not a macro name");
@@ -255,12 +258,26 @@ TranslationUnit preprocess(const std::string& source, const SourceOptions& o) {
     return !n.empty() && n[0] != '<' && n.rfind(kSdkDir, 0) != 0;
   };
 
+  // Includes stay inside the roots the caller named: the source's folder,
+  // include_dirs, headers (the build folder) and torch's c10/metal link.
+  std::vector<std::string> roots;
+  for (const std::string& f : flags)
+    if (f.rfind("-I/", 0) == 0 || f.rfind("-iquote/", 0) == 0) roots.push_back(f.substr(f[1] == 'I' ? 2 : 7) + "/");
+  auto inside = [&](const std::string& n) {
+    if (n.empty() || n[0] == '<') return true;
+    if (n[0] != '/') return normalize(n).rfind("..", 0) != 0;
+    std::string a = normalize(n);
+    for (const std::string& root : roots)
+      if (a.rfind(root, 0) == 0) return true;
+    return false;
+  };
+
   TranslationUnit tu;
   tu.files.push_back({o.filename, source});
   std::map<std::string, std::vector<std::string>> lines_of;  // raw name -> its comment-free lines
   std::map<std::string, std::set<int>> expanded;             // display name -> lines a macro changed
   auto load = [&](const std::string& raw) -> const std::vector<std::string>* {
-    if (!is_user_file(raw)) return nullptr;
+    if (!is_user_file(raw) || !inside(raw)) return nullptr;  // a #line naming another file: never read
     auto it = lines_of.find(raw);
     if (it != lines_of.end()) return &it->second;
     std::string name = display(raw), text;
@@ -305,6 +322,14 @@ TranslationUnit preprocess(const std::string& source, const SourceOptions& o) {
   for (const std::string& l : split_lines(r.output)) {
     int n = 0;
     std::string name;
+    bool entering = false;
+    if (line_marker(l, n, name, &entering) && entering && !inside(name)) {
+      remove_tree(work);
+      throw ShaderCompileError(display(raw) + ":" + std::to_string(line) + ": error: #include of '" + name +
+                                   "' reaches outside the source's folder, include_dirs, headers and torch's Metal "
+                                   "headers; bronze reads no other file",
+                               line, 0);
+    }
     if (line_marker(l, n, name)) {
       raw = name;
       line = n;

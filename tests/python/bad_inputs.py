@@ -66,6 +66,7 @@ CASES = [
     ("compile_shader(source)", "a missing include", lambda: bronze.compile_shader('#include "absent.h"\n'), bronze.ShaderCompileError, "absent.h"),
     ("compile_shader(source)", "Metal 4 tensors", lambda: bronze.compile_shader("#include <metal_tensor>\n"), bronze.ShaderCompileError, "Metal 4"),
     ("compile_shader(source)", "a kernel template never instantiated", lambda: bronze.compile_shader("template <typename T>\nkernel void k(device T* x) {}\n"), bronze.ShaderCompileError, "instantiates none"),
+    ("compile_shader(source)", "an include outside its roots", lambda: bronze.compile_shader('#include "/etc/passwd"\n'), bronze.ShaderCompileError, "reaches outside"),
     ("compile_shader(headers=)", "a name leaving the folder", lambda: bronze.compile_shader("", headers={"../x.h": ""}), ValueError, "not a relative file name"),
     ("compile_shader(headers=)", "not a dict", lambda: bronze.compile_shader("", headers=["x.h"]), TypeError, "dict of str"),
     ("compile_shader(include_dirs=)", "a missing folder", lambda: bronze.compile_shader("", include_dirs=["/nonexistent"]), ValueError, "no folder"),

@@ -443,3 +443,28 @@ def test_type_traits_limits_and_address_space_overloads():
     out = bronze.zeros(2)
     lib.traits(out)
     assert out.to("cpu").numpy().tolist() == [1 + 10 + 100 + 2000 + 5000 + 200000] * 2
+
+
+def test_includes_stay_inside_their_roots_and_other_files_are_never_echoed():
+    with pytest.raises(bronze.ShaderCompileError, match="reaches outside") as info:
+        bronze.compile_shader('kernel void k(device float* x) {}\n#include "/etc/passwd"\n')
+    assert info.value.lineno == 2 and "root:" not in str(info.value)
+    with pytest.raises(bronze.ShaderCompileError) as info:  # a #line naming another file: named, never read
+        bronze.compile_shader('#line 1 "/etc/passwd"\nkernel void k(device float* x) { x[0] = nope; }\n', device="cpu")
+    assert "root:" not in str(info.value)
+
+
+@pytest.mark.parametrize("env,src,words", [
+    ({"BRONZE_COMPILE_MEMORY": "512M"}, '#include "/dev/zero"\n', "memory limit of 512 MiB"),
+    ({"BRONZE_COMPILE_TIMEOUT": "1"},
+     "#define A(x) x x x x x x x x\n#define B(x) A(A(A(x)))\n#define C(x) B(B(B(x)))\nC(C(1))\n", "time limit of 1 s"),
+])
+def test_the_compiler_runs_bounded(env, src, words):
+    import subprocess
+    code = ("import bronze, sys\n"
+            "try:\n    bronze.compile_shader(sys.argv[1])\n"
+            "except bronze.ShaderCompileError as e:\n    print(e)\n"
+            "bronze.compile_shader('kernel void k(device float* x) { x[0] = 1; }')\nprint('usable')\n")
+    r = subprocess.run([sys.executable, "-c", code, src], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, **env))
+    assert words in r.stdout and "usable" in r.stdout, r.stdout + r.stderr

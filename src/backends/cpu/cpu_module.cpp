@@ -16,7 +16,7 @@ runtime::ModuleObject build_module(const runtime::ModuleSource& src) {
   auto r = jit::build_shared_object(
       src.code, headers,
       {"-std=c++17", "-O3", "-fPIC", "-shared", "-fvisibility=hidden", "-w", "-fno-exceptions", "-fno-math-errno",
-       "-fdiagnostics-color=never",
+       "-fdiagnostics-color=never", "-fno-diagnostics-show-caret",  // excerpts come from the files bronze read
        // A barrier kernel's threads run on fibers with this much stack and
        // room for the runtime's frames (bronze_metal_cpu.h, kFiberStack).
        "-DBRONZE_PRIVATE_BYTES=" + std::to_string(runtime::kMaxPrivateBytes),
