@@ -14,12 +14,53 @@
 #include <vector>
 
 #include "bronze/error.hpp"
+#include "jit/env_size.hpp"
 #include "jit/sha256.hpp"
 
 namespace bronze::jit {
 namespace {
 constexpr char kMagic[4] = {'B', 'R', 'Z', '1'};
 constexpr std::size_t kTrailer = 32 + sizeof kMagic;
+// The Cache Directory Tagging standard's tag, naming bronze: a folder with it
+// is bronze's to trim; backup tools skip it.
+constexpr const char* kTagName = "CACHEDIR.TAG";
+constexpr const char* kTag =
+    "Signature: 8a477f597d28d172789f06886806bc55\n# This folder is bronze's compile cache (bronze.cache_info()).\n";
+const char* const kSuffixes[] = {".so", ".cubin", ".ptx"};
+
+// An entry's name: 64 lowercase hex digits (a SHA-256) and one of bronze's suffixes.
+bool entry_name(const std::string& n) {
+  if (n.size() < 64) return false;
+  for (std::size_t i = 0; i < 64; ++i)
+    if (!((n[i] >= '0' && n[i] <= '9') || (n[i] >= 'a' && n[i] <= 'f'))) return false;
+  for (const char* s : kSuffixes)
+    if (n.compare(64, std::string::npos, s) == 0) return true;
+  return false;
+}
+
+// Marks a folder holding nothing but bronze's files (empty, or a cache of an
+// older bronze) as bronze's; true if it is (now) marked.
+bool own_folder(const std::string& dir) {
+  std::string tag;
+  std::ifstream in(dir + "/" + kTagName);
+  if (in) {
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str().find("bronze") != std::string::npos;
+  }
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return false;
+  bool ours = true;
+  while (dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != ".." && !entry_name(n) && n.rfind("bronze-build-", 0) != 0) ours = false;
+  }
+  ::closedir(d);
+  if (!ours) return false;  // someone's folder: used, never trimmed
+  std::ofstream out(dir + "/" + kTagName);
+  out << kTag;
+  return static_cast<bool>(out.flush());
+}
 
 bool mkdir_private(const std::string& path) {
   if (::mkdir(path.c_str(), 0700) == 0) return true;
@@ -49,8 +90,7 @@ DiskCache& DiskCache::instance() {
 }
 
 DiskCache::DiskCache() {
-  const char* max = std::getenv("BRONZE_CACHE_MAX_BYTES");
-  max_bytes_ = max ? std::strtoull(max, nullptr, 10) : (1ull << 30);
+  max_bytes_ = env_size("BRONZE_CACHE_MAX_BYTES", 1ull << 30);
   if (const char* off = std::getenv("BRONZE_CACHE_DISABLE"); off && *off && std::string(off) != "0") {
     status_ = "disabled by BRONZE_CACHE_DISABLE";
     return;
@@ -82,7 +122,8 @@ DiskCache::DiskCache() {
   }
   dir_ = dir;
   enabled_ = true;
-  status_ = dir;
+  owned_ = own_folder(dir);
+  status_ = owned_ ? dir : dir + " (not bronze's own folder: entries are kept, never trimmed)";
 }
 
 std::optional<std::string> DiskCache::lookup(const std::string& key, const std::string& suffix) {
@@ -130,7 +171,7 @@ std::string DiskCache::store(const std::string& key, const std::string& suffix, 
     std::lock_guard<std::mutex> g(mu_);
     counters_.stores++;
   }
-  trim();
+  trim(path);
   return path;
 }
 
@@ -148,7 +189,8 @@ std::string DiskCache::make_work_dir() {
   return buf.data();
 }
 
-void DiskCache::trim() {
+void DiskCache::trim(const std::string& keep) {
+  if (!owned_) return;
   DIR* d = ::opendir(dir_.c_str());
   if (!d) return;
   struct Entry {
@@ -160,7 +202,7 @@ void DiskCache::trim() {
   unsigned long long total = 0;
   while (dirent* e = ::readdir(d)) {
     std::string name = e->d_name;
-    if (name.size() < 64) continue;  // only content-addressed entries
+    if (!entry_name(name)) continue;  // only bronze's entries, whatever else is there
     std::string p = dir_ + "/" + name;
     struct stat st;
     if (::stat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
@@ -172,6 +214,7 @@ void DiskCache::trim() {
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.mtime < b.mtime; });
   for (const Entry& e : entries) {
     if (total <= max_bytes_ * 3 / 4) break;
+    if (e.path == keep) continue;  // just stored, about to be loaded: a bound under one entry keeps it
     ::unlink(e.path.c_str());  // a loaded library stays mapped
     total -= e.size;
   }

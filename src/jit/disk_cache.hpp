@@ -4,7 +4,10 @@
 // bronze loads code from it, so a directory others can write is refused and
 // the cache is off. Entries are written to a temporary file and renamed, so
 // concurrent processes are safe; each ends with its SHA-256 and is checked on
-// every hit, so a truncated or corrupted entry is rebuilt.
+// every hit, so a truncated or corrupted entry is rebuilt. Trimming to
+// $BRONZE_CACHE_MAX_BYTES (1G by default; units K, M, G) deletes only
+// bronze's own entries, and only in a folder bronze created or found empty
+// (it leaves a CACHEDIR.TAG there).
 #pragma once
 
 #include <mutex>
@@ -36,8 +39,9 @@ class DiskCache {
 
  private:
   DiskCache();
-  void trim();
+  void trim(const std::string& keep);  // oldest entries first, never `keep`
   bool enabled_ = false;
+  bool owned_ = false;  // the folder carries bronze's CACHEDIR.TAG: only then is it trimmed
   std::string dir_, status_;
   unsigned long long max_bytes_;
   mutable std::mutex mu_;  // guards counters_

@@ -20,6 +20,7 @@
 
 #include "bronze/error.hpp"
 #include "jit/disk_cache.hpp"
+#include "jit/env_size.hpp"
 #include "jit/sha256.hpp"
 
 extern char** environ;
@@ -89,25 +90,11 @@ struct Limits {
   unsigned long long memory = 8ull << 30;
 };
 
-unsigned long long parse_size(const char* var, const char* v, unsigned long long fallback) {
-  if (!v || !*v) return fallback;
-  char* end = nullptr;
-  unsigned long long n = std::strtoull(v, &end, 10);
-  std::string unit = end ? end : "";
-  if (!unit.empty() && unit.back() == 'B') unit.pop_back();
-  if (!unit.empty() && unit.back() == 'i') unit.pop_back();
-  unsigned long long scale = unit.empty() ? 1 : unit == "K" ? 1ull << 10 : unit == "M" ? 1ull << 20
-                             : unit == "G" ? 1ull << 30 : 0;
-  if (end == v || scale == 0 || n == 0)
-    throw ValueError(std::string("$") + var + "='" + v + "' is not a size (e.g. 4G, 512M, 1073741824)");
-  return n * scale;
-}
-
 const Limits& limits() {
   static const Limits l = [] {
     Limits x;
-    x.seconds = parse_size("BRONZE_COMPILE_TIMEOUT", std::getenv("BRONZE_COMPILE_TIMEOUT"), x.seconds);
-    x.memory = parse_size("BRONZE_COMPILE_MEMORY", std::getenv("BRONZE_COMPILE_MEMORY"), x.memory);
+    x.seconds = env_size("BRONZE_COMPILE_TIMEOUT", x.seconds);
+    x.memory = env_size("BRONZE_COMPILE_MEMORY", x.memory);
     return x;
   }();
   return l;
@@ -183,6 +170,21 @@ int run(const std::vector<std::string>& argv, const std::string& log, const std:
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 }  // namespace
+
+unsigned long long env_size(const char* var, unsigned long long fallback) {
+  const char* v = std::getenv(var);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  unsigned long long n = std::strtoull(v, &end, 10);
+  std::string unit = end ? end : "";
+  if (!unit.empty() && unit.back() == 'B') unit.pop_back();
+  if (!unit.empty() && unit.back() == 'i') unit.pop_back();
+  unsigned long long scale = unit.empty() ? 1 : unit == "K" ? 1ull << 10 : unit == "M" ? 1ull << 20
+                             : unit == "G" ? 1ull << 30 : unit == "T" ? 1ull << 40 : 0;
+  if (end == v || scale == 0 || n == 0 || n > ~0ull / scale)
+    throw ValueError(std::string("$") + var + "='" + v + "' is not a size (e.g. 4G, 512M, 1073741824)");
+  return n * scale;
+}
 
 const HostCompiler& HostCompiler::get() {
   static const HostCompiler c = [] {

@@ -67,3 +67,31 @@ def test_cache_info_in_process():
     info = bronze.cache_info()
     assert set(info) >= {"enabled", "dir", "status", "hits", "misses", "stores", "corrupt", "compiler"}
     assert info["compiler"]
+
+
+def test_trim_touches_only_its_own_entries_and_keeps_the_one_just_built(tmp_path):
+    env = dict(os.environ)
+    env.pop("BRONZE_CACHE_DISABLE", None)
+    probe = ("import bronze\nfor i in range(3):\n    lib = bronze.compile_shader("
+             "'kernel void k(device float* o) { o[0] = %d; }' % i)\n    x = bronze.zeros(1)\n    lib.k(x)\n"
+             "    assert x.item() == i\nprint(bronze.cache_info()['status'])\n")
+    # Someone's folder: used, never trimmed, their files untouched.
+    theirs = tmp_path / "theirs"
+    theirs.mkdir(mode=0o700)
+    precious = theirs / ("a" * 70)  # a long name, as the old trim deleted
+    precious.write_text("not bronze's")
+    (theirs / "notes.txt").write_text("mine")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                         env=dict(env, BRONZE_CACHE_DIR=str(theirs), BRONZE_CACHE_MAX_BYTES="1K"))
+    assert out.returncode == 0, out.stderr
+    assert "never trimmed" in out.stdout and precious.read_text() == "not bronze's"
+    # bronze's own folder under a bound smaller than one entry: every compile still works.
+    ours = tmp_path / "ours"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                         env=dict(env, BRONZE_CACHE_DIR=str(ours), BRONZE_CACHE_MAX_BYTES="1K"))
+    assert out.returncode == 0, out.stderr
+    assert (ours / "CACHEDIR.TAG").exists()
+    assert len([p for p in ours.iterdir() if p.suffix == ".so"]) == 1  # the rest trimmed
+    bad = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                         env=dict(env, BRONZE_CACHE_DIR=str(ours), BRONZE_CACHE_MAX_BYTES="2 GiB please"))
+    assert bad.returncode != 0 and "BRONZE_CACHE_MAX_BYTES" in bad.stderr
