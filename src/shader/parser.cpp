@@ -648,28 +648,38 @@ class Parser {
     return skip;
   }
 
-  // A parameter's type as plain C++ ("const MLXConvParams<2>*"): address
-  // spaces and attributes dropped (`constant` is const), the name dropped.
-  std::string plain_type(std::size_t b, std::size_t e) const {
-    std::set<std::size_t> skip = plain_skip(b, e);
-    bool is_const = false, constant = false;
+  // The token naming the parameter declared by tokens [b, e), or 0 when it
+  // has none (`uint [[thread_position_in_grid]]`: one name, which is the
+  // type). Attributes, template arguments, brackets and a default argument
+  // are passed over.
+  std::size_t declared_name(std::size_t b, std::size_t e) const {
     std::size_t name_at = 0;
     int idents = 0;
     for (std::size_t k = b; k < e; ++k) {
-      if (skip.count(k)) {
-        constant |= t(k).text == "constant";
-        continue;
-      }
       const std::string& x = t(k).text;
-      if (x == "<") k = match_angle(k);
-      else if (x == "const") is_const = true;
+      if (attribute_at(k)) k = match(k, "[", "]");
+      else if (takes_operand(x) && t(k + 1).text == "(") k = match(k + 1, "(", ")");
+      else if (x == "<") k = match_angle(k);
+      else if (x == "[") k = match(k, "[", "]");
       else if (x == "=") break;
       else if (t(k).kind == Token::Ident && t(k + 1).text != "::" && !is_qualifier(x)) {
         if (!is_builtin_type(x)) name_at = k;
         ++idents;
       }
     }
-    if (name_at && idents > 1) skip.insert(name_at);
+    return idents > 1 ? name_at : 0;
+  }
+
+  // A parameter's type as plain C++ ("const MLXConvParams<2>*"): address
+  // spaces and attributes dropped (`constant` is const), the name dropped.
+  std::string plain_type(std::size_t b, std::size_t e) const {
+    std::set<std::size_t> skip = plain_skip(b, e);
+    bool is_const = false, constant = false;
+    for (std::size_t k = b; k < e; ++k) {
+      constant |= t(k).text == "constant";
+      is_const |= t(k).text == "const";
+    }
+    if (std::size_t name_at = declared_name(b, e)) skip.insert(name_at);
     for (std::size_t k = b; k < e; ++k)
       if (t(k).text == "=") {
         for (; k < e; ++k) skip.insert(k);
@@ -754,8 +764,6 @@ class Parser {
     bool is_const = false, array = false;
     std::vector<std::string> attrs;
     std::set<std::size_t> skip;
-    std::size_t name_at = 0;
-    int idents = 0;
     for (std::size_t k = pb; k < pe; ++k) {
       const std::string& x = t(k).text;
       if (attribute_at(k)) {
@@ -791,13 +799,9 @@ class Parser {
       } else if (x == "=") {  // a default argument
         for (std::size_t q = k; q < pe; ++q) skip.insert(q);
         break;
-      } else if (t(k).kind == Token::Ident && t(k + 1).text != "::" && !is_qualifier(x)) {
-        if (!is_builtin_type(x)) name_at = k;
-        ++idents;
       }
     }
-    // `uint [[thread_position_in_grid]]`: one name, which is the type.
-    if (name_at && idents > 1) {
+    if (std::size_t name_at = declared_name(pb, pe)) {
       skip.insert(name_at);
       p.info.name = t(name_at).text;
     } else {
