@@ -49,9 +49,13 @@ CachingAllocator::CachingAllocator(std::string device_name, std::size_t recommen
       hooks_(std::move(hooks)) {}
 
 CachingAllocator::~CachingAllocator() {
-  std::lock_guard<std::mutex> g(mu_);
-  pending_.clear();
-  release_cached();
+  std::vector<Block*> segments;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    pending_.clear();
+    segments = detach_cached();
+  }
+  release(std::move(segments));
 }
 
 std::size_t CachingAllocator::round_size(std::size_t n) {
@@ -139,7 +143,10 @@ Block* CachingAllocator::allocate(std::size_t nbytes, StreamImpl& stream) {
     b = take_cached(size, sid);
     hit = b != nullptr;
     if (!b) {
-      release_cached();
+      std::vector<Block*> segments = detach_cached();
+      lock.unlock();
+      release(std::move(segments));
+      lock.lock();
       b = new_segment(size, sid);
     }
     if (!b) throw_oom(nbytes, segment_size(size));
@@ -233,7 +240,8 @@ void CachingAllocator::process_pending() {
   }
 }
 
-void CachingAllocator::release_cached() {
+std::vector<Block*> CachingAllocator::detach_cached() {
+  std::vector<Block*> out;
   for (Pool* pool : {&small_, &large_}) {
     for (auto it = pool->begin(); it != pool->end();) {
       Block* b = *it;
@@ -242,20 +250,34 @@ void CachingAllocator::release_cached() {
         continue;
       }
       it = pool->erase(it);
-      hooks_.raw_free(b->ptr);
-      st_.reserved_bytes -= b->segment_bytes;
-      st_.segments--;
-      st_.num_device_frees++;
-      delete b;
+      out.push_back(b);
     }
+  }
+  return out;
+}
+
+void CachingAllocator::release(std::vector<Block*> segments) {
+  if (segments.empty()) return;
+  hooks_.synchronize();
+  for (Block* b : segments) hooks_.raw_free(b->ptr);
+  std::lock_guard<std::mutex> g(mu_);
+  for (Block* b : segments) {
+    st_.reserved_bytes -= b->segment_bytes;
+    st_.segments--;
+    st_.num_device_frees++;
+    delete b;
   }
 }
 
 void CachingAllocator::empty_cache() {
-  hooks_.synchronize();
-  std::lock_guard<std::mutex> g(mu_);
-  process_pending();
-  release_cached();
+  hooks_.synchronize();  // work that frees blocks on other streams: let it finish first
+  std::vector<Block*> segments;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    process_pending();
+    segments = detach_cached();
+  }
+  release(std::move(segments));
 }
 
 void CachingAllocator::record_stream(Block* b, const std::shared_ptr<StreamImpl>& s) {

@@ -80,7 +80,12 @@ class CachingAllocator {
   Block* new_segment(std::size_t size, std::uint64_t stream);  // needs mu_
   Block* split(Block* b, std::size_t size);                    // needs mu_
   void return_to_pool(Block* b);                               // needs mu_
-  void release_cached();                                       // needs mu_
+  // Cached blocks that are whole segments, taken out of the pools so no new
+  // work can be queued on them (needs mu_); then given back to the driver
+  // once the device is idle, since work queued on them before they left the
+  // pool may still be running (without mu_: queued work may free memory).
+  std::vector<Block*> detach_cached();                         // needs mu_
+  void release(std::vector<Block*> segments);
   void process_pending();                                      // needs mu_
   std::size_t limit_bytes() const;                             // needs mu_
   [[noreturn]] void throw_oom(std::size_t requested, std::size_t segment);  // needs mu_

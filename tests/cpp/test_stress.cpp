@@ -50,3 +50,26 @@ TEST(Stress, ThreadsCompileLaunchAllocateAndRecordEvents) {
   EXPECT_GT(rounds.load(), 6);
   EXPECT_EQ(bronze::current_allocated_memory(), start_alloc);  // nothing leaked
 }
+
+// empty_cache() in one thread while another makes and drops tensors whose
+// fill is still queued: a cached block must never go back to the driver
+// while queued work writes it (this crashed within seconds before).
+TEST(Stress, EmptyCacheWhileTensorsComeAndGo) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
+  std::atomic<long> made{0};
+  std::thread churn([&] {
+    while (std::chrono::steady_clock::now() < until) {
+      bronze::Tensor t = bronze::ones({100});
+      ++made;
+    }
+  });
+  std::thread empty([&] {
+    while (std::chrono::steady_clock::now() < until) bronze::empty_cache();
+  });
+  churn.join();
+  empty.join();
+  bronze::synchronize();
+  EXPECT_GT(made.load(), 100);
+  bronze::Tensor t = bronze::ones({100});
+  for (double v : t.to_double_vector()) EXPECT_EQ(v, 1.0);
+}

@@ -151,3 +151,17 @@ def test_two_processes_fill_one_cache_at_once(tmp_path):
     third = subprocess.run([sys.executable, "-c", CACHE_FILLER], env=env, capture_output=True, text=True, check=True)
     assert third.stdout.split() == ["6", "0"]  # every entry valid: all hits
     assert outs
+
+
+def test_empty_cache_while_another_thread_makes_tensors():
+    # Segfaulted within seconds before: empty_cache returned blocks whose
+    # queued fill had not run. Run in a child, so a crash is a failure here.
+    import subprocess
+    import sys
+    code = ("import threading, time, bronze\nstop = time.time() + 4\n"
+            "def churn():\n    while time.time() < stop:\n        t = bronze.ones(100)\n"
+            "def empty():\n    while time.time() < stop:\n        bronze.empty_cache()\n"
+            "ts = [threading.Thread(target=churn), threading.Thread(target=empty)]\n"
+            "[t.start() for t in ts]\n[t.join() for t in ts]\nbronze.synchronize()\nprint('survived')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "survived" in r.stdout, (r.returncode, r.stderr[-2000:])
