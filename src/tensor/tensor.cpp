@@ -220,9 +220,18 @@ double Tensor::item() const {
 Tensor empty(const Shape& shape, DType dtype, std::optional<Device> d, bool host_visible) {
   for (auto s : shape)
     if (s < 0) throw ValueError("negative dimension " + std::to_string(s) + " in shape " + detail::shape_str(shape));
+  // Sizes are checked, never wrapped: 2^62 float32 elements is no zero-byte tensor.
+  std::int64_t n = 1;
+  std::size_t bytes = 0;
+  for (auto s : shape)
+    if (__builtin_mul_overflow(n, s, &n))
+      throw ValueError("shape " + detail::shape_str(shape) + " has more than 2^63 elements");
+  if (__builtin_mul_overflow(static_cast<std::size_t>(n), element_size(dtype), &bytes) ||
+      bytes > static_cast<std::size_t>(INT64_MAX))
+    throw ValueError("shape " + detail::shape_str(shape) + " of " + dtype_name(dtype) + " is " + std::to_string(n) +
+                     " elements, more than 2^63 bytes");
   Device dev = runtime::resolve(d);
-  std::int64_t n = std::accumulate(shape.begin(), shape.end(), std::int64_t{1}, std::multiplies<>());
-  auto storage = allocate_storage(dev, static_cast<std::size_t>(n) * element_size(dtype), host_visible);
+  auto storage = allocate_storage(dev, bytes, host_visible);
   return Tensor(std::move(storage), 0, shape, contiguous_strides(shape), dtype);
 }
 
