@@ -106,11 +106,12 @@ const Limits& limits() {
 // process's input. Past a limit the run is killed and ShaderCompileError
 // says which limit.
 int run(const std::vector<std::string>& argv, const std::string& log, const std::string& out = {},
-        const std::string& cwd = {}) {
+        const std::string& cwd = {}, unsigned long long memory_cap = ~0ull) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  const Limits& lim = limits();
+  Limits lim = limits();
+  lim.memory = std::min(lim.memory, memory_cap);
   // Everything the child needs is ready before fork: after it, only
   // async-signal-safe calls until exec.
   const rlimit mem{static_cast<rlim_t>(lim.memory), static_cast<rlim_t>(lim.memory)};
@@ -164,7 +165,9 @@ int run(const std::vector<std::string>& argv, const std::string& log, const std:
                              " MiB: $BRONZE_COMPILE_MEMORY)");
   if (WIFEXITED(status) && WEXITSTATUS(status) != 0 && killed_for_memory(log))
     throw ShaderCompileError("the compiler ran out of its memory limit of " + std::to_string(lim.memory >> 20) +
-                             " MiB and was stopped ($BRONZE_COMPILE_MEMORY sets the limit)");
+                             " MiB and was stopped" +
+                             (lim.memory < limits().memory ? std::string(" (a preprocessor run's cap)")
+                                                           : std::string(" ($BRONZE_COMPILE_MEMORY sets the limit)")));
   if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
     throw Error("cannot start the compiler " + argv[0]);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
@@ -230,7 +233,8 @@ PreprocessResult run_preprocessor(const std::string& dir, const std::string& mai
   argv.push_back(main_file);
   PreprocessResult r;
   const std::string out = dir + "/preprocessed.out", log = dir + "/preprocessor.log";
-  r.ok = run(argv, log, out, dir) == 0;
+  // Preprocessing needs little memory: a lower cap stops `#include "/dev/zero"` early.
+  r.ok = run(argv, log, out, dir, 1ull << 30) == 0;
   r.output = read_file(out);
   r.diagnostics = read_file(log);
   ::unlink(out.c_str());
