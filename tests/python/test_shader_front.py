@@ -454,17 +454,21 @@ def test_includes_stay_inside_their_roots_and_other_files_are_never_echoed():
     assert "root:" not in str(info.value)
 
 
-@pytest.mark.parametrize("env,src,words", [
-    ({"BRONZE_COMPILE_MEMORY": "512M"}, '#include "/dev/zero"\n', "memory limit of 512 MiB"),
-    ({"BRONZE_COMPILE_TIMEOUT": "1"},
-     "#define A(x) x x x x x x x x\n#define B(x) A(A(A(x)))\n#define C(x) B(B(B(x)))\nC(C(1))\n", "time limit of 1 s"),
-])
-def test_the_compiler_runs_bounded(env, src, words):
+@pytest.mark.parametrize("case", ["dev-zero", "macro-bomb", "fifo"])
+def test_the_compiler_runs_bounded(case, tmp_path):
     import subprocess
+    env, inc = {}, str(tmp_path)
+    if case == "dev-zero":
+        src, words = '#include "/dev/zero"\n', "memory limit"
+    elif case == "macro-bomb":
+        src, words = "#define A(x) x x x x x x x x\n#define B(x) A(A(A(x)))\n#define C(x) B(B(B(x)))\nC(C(1))\n", "memory limit"
+    else:  # an include nobody ever finishes writing: only the time limit ends it
+        os.mkfifo(tmp_path / "pipe.h")
+        src, words, env = '#include "pipe.h"\n', "time limit of 1 s", {"BRONZE_COMPILE_TIMEOUT": "1"}
     code = ("import bronze, sys\n"
-            "try:\n    bronze.compile_shader(sys.argv[1])\n"
+            "try:\n    bronze.compile_shader(sys.argv[1], include_dirs=[sys.argv[2]])\n"
             "except bronze.ShaderCompileError as e:\n    print(e)\n"
             "bronze.compile_shader('kernel void k(device float* x) { x[0] = 1; }')\nprint('usable')\n")
-    r = subprocess.run([sys.executable, "-c", code, src], capture_output=True, text=True, timeout=120,
+    r = subprocess.run([sys.executable, "-c", code, src, inc], capture_output=True, text=True, timeout=120,
                        env=dict(os.environ, **env))
     assert words in r.stdout and "usable" in r.stdout, r.stdout + r.stderr
