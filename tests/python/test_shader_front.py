@@ -425,7 +425,8 @@ kernel void traits(device float* out, uint i [[thread_position_in_grid]]) {
   constexpr int imax = numeric_limits<int>::max();
   constexpr bfloat half_b = bfloat(0.5f);
   static_assert(is_same_v<typename Acc<half>::type, float> && is_same_v<typename Acc<short>::type, int>, "acc");
-  static_assert(is_convertible_v<int, float> && !is_convertible_v<float, bfloat>, "conv");
+  static_assert(is_convertible_v<int, float> && !is_convertible_v<float, bfloat> && is_convertible_v<int, bfloat>,
+                "conv");  // as Metal: bfloat from integers implicitly, from float explicitly
   static_assert(is_signed_v<int> && is_unsigned_v<uint> && !is_floating_point_v<int>, "sign");
   static_assert(is_same_v<make_unsigned_t<int>, uint> && is_same_v<remove_cv_t<const volatile int>, int>, "make");
   static_assert(vec_elements<float4>::value == 4 && is_vector_v<half2> && !is_vector_v<float>, "vec");
@@ -472,3 +473,28 @@ def test_the_compiler_runs_bounded(case, tmp_path):
     r = subprocess.run([sys.executable, "-c", code, src, inc], capture_output=True, text=True, timeout=120,
                        env=dict(os.environ, **env))
     assert words in r.stdout and "usable" in r.stdout, r.stdout + r.stderr
+
+
+# bfloat as Metal mixes it: with integers it stays bfloat, with float it is
+# float, integers convert to it implicitly, a float only explicitly.
+BFLOAT_MIX = r"""
+#include <metal_stdlib>
+using namespace metal;
+template <typename T> METAL_FUNC T sign_of(T x) { return (x > T(0)) - (x < T(0)); }
+kernel void mix(device bfloat* out, device float* f, constant const bfloat& step, uint i [[thread_position_in_grid]]) {
+  static_assert(is_same_v<decltype(step * i), bfloat> && is_same_v<decltype(step * 2.0f), float>, "mix");
+  out[i] = step + i * step;      // bfloat op integer: bfloat
+  bfloat z = 0;                  // an integer converts implicitly
+  z += 1;
+  f[i] = step * 0.5f + float(z) + sign_of(bfloat(-3.0f));
+}
+"""
+
+
+def test_bfloat_mixes_as_metal():
+    lib = bronze.compile_shader(BFLOAT_MIX)
+    out = bronze.zeros(3, dtype=bronze.bfloat16)
+    f = bronze.zeros(3)
+    lib.mix(out, f, 1.5)
+    assert out.to("cpu").to(bronze.float32).numpy().tolist() == [1.5, 3.0, 4.5]
+    assert f.to("cpu").numpy().tolist() == [0.75] * 3

@@ -117,29 +117,62 @@ inline half operator+(half a) { return a; }
 typedef _Float16 half;
 #endif
 
-// bfloat converts implicitly only toward float, as in Metal.
+// bfloat as Metal's compiler takes it: it converts implicitly to float, and
+// from integers (libraries write `x = 0`), not from float or half; bfloat op
+// bfloat and bfloat op integer give bfloat, bfloat op float gives float.
+// Arithmetic goes through float. constexpr: kernels make bfloat constants.
 struct bfloat {
   unsigned short bits;
   bfloat() = default;
-  // Round to nearest even; NaN stays NaN. constexpr: kernels make bfloat constants.
-  constexpr explicit bfloat(float f) : bits(round(__builtin_bit_cast(unsigned int, f))) {}
+  constexpr explicit bfloat(float f) : bits(round(__builtin_bit_cast(unsigned int, f))) {}  // round to nearest even
   constexpr explicit bfloat(double d) : bfloat((float)d) {}
-  constexpr explicit bfloat(int i) : bfloat((float)i) {}
+#define BRONZE_BF_FROM(T) constexpr bfloat(T i) : bfloat((float)i) {}  // NOLINT
+  BRONZE_BF_FROM(int) BRONZE_BF_FROM(unsigned int) BRONZE_BF_FROM(long) BRONZE_BF_FROM(unsigned long)
+  BRONZE_BF_FROM(long long) BRONZE_BF_FROM(unsigned long long) BRONZE_BF_FROM(short)
+  BRONZE_BF_FROM(unsigned short) BRONZE_BF_FROM(signed char) BRONZE_BF_FROM(unsigned char) BRONZE_BF_FROM(char)
+  BRONZE_BF_FROM(bool)
+#undef BRONZE_BF_FROM
   constexpr operator float() const { return __builtin_bit_cast(float, (unsigned int)bits << 16); }
-  static constexpr unsigned short round(unsigned int x) {
+  static constexpr unsigned short round(unsigned int x) {  // NaN stays NaN
     return (x & 0x7fffffffu) > 0x7f800000u ? (unsigned short)((x >> 16) | 0x40u)
                                            : (unsigned short)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
   }
-  constexpr bfloat& operator+=(float o) { return *this = bfloat(float(*this) + o); }
-  constexpr bfloat& operator-=(float o) { return *this = bfloat(float(*this) - o); }
-  constexpr bfloat& operator*=(float o) { return *this = bfloat(float(*this) * o); }
-  constexpr bfloat& operator/=(float o) { return *this = bfloat(float(*this) / o); }
 };
-constexpr bfloat operator+(bfloat a, bfloat b) { return bfloat(float(a) + float(b)); }
-constexpr bfloat operator-(bfloat a, bfloat b) { return bfloat(float(a) - float(b)); }
-constexpr bfloat operator*(bfloat a, bfloat b) { return bfloat(float(a) * float(b)); }
-constexpr bfloat operator/(bfloat a, bfloat b) { return bfloat(float(a) / float(b)); }
+template <class U> struct bfloat_mix { typedef bfloat type; };  // integers
+template <> struct bfloat_mix<float> { typedef float type; };
+template <> struct bfloat_mix<double> { typedef double type; };
+template <class U> struct bfloat_arith { static constexpr bool value = false; };
+#define BRONZE_BF_ARITH(T) template <> struct bfloat_arith<T> { static constexpr bool value = true; };
+BRONZE_BF_ARITH(float) BRONZE_BF_ARITH(double) BRONZE_BF_ARITH(int) BRONZE_BF_ARITH(unsigned int)
+BRONZE_BF_ARITH(long) BRONZE_BF_ARITH(unsigned long) BRONZE_BF_ARITH(long long)
+BRONZE_BF_ARITH(unsigned long long) BRONZE_BF_ARITH(short) BRONZE_BF_ARITH(unsigned short)
+BRONZE_BF_ARITH(signed char) BRONZE_BF_ARITH(unsigned char) BRONZE_BF_ARITH(char)
+#undef BRONZE_BF_ARITH
+template <bool B, class T = void> struct bronze_if_ {};
+template <class T> struct bronze_if_<true, T> { typedef T type; };
+// The exact-match templates win over the built-in operators on float, so a
+// mix never meets two equally good conversions.
+#define BRONZE_BF_OP(op)                                                                                \
+  constexpr bfloat operator op(bfloat a, bfloat b) { return bfloat(float(a) op float(b)); }              \
+  template <class U, class R = typename bronze_if_<bfloat_arith<U>::value, typename bfloat_mix<U>::type>::type> \
+  constexpr R operator op(bfloat a, U b) { return R(float(a) op b); }                                    \
+  template <class U, class R = typename bronze_if_<bfloat_arith<U>::value, typename bfloat_mix<U>::type>::type> \
+  constexpr R operator op(U a, bfloat b) { return R(a op float(b)); }                                    \
+  constexpr bfloat& operator op##=(bfloat& a, bfloat b) { return a = bfloat(float(a) op float(b)); }     \
+  template <class U, class = typename bronze_if_<bfloat_arith<U>::value>::type>                          \
+  constexpr bfloat& operator op##=(bfloat& a, U b) { return a = bfloat(float(a) op b); }
+BRONZE_BF_OP(+) BRONZE_BF_OP(-) BRONZE_BF_OP(*) BRONZE_BF_OP(/)
+#undef BRONZE_BF_OP
+#define BRONZE_BF_CMP(op)                                                                               \
+  constexpr bool operator op(bfloat a, bfloat b) { return float(a) op float(b); }                       \
+  template <class U, class = typename bronze_if_<bfloat_arith<U>::value>::type>                          \
+  constexpr bool operator op(bfloat a, U b) { return float(a) op b; }                                    \
+  template <class U, class = typename bronze_if_<bfloat_arith<U>::value>::type>                          \
+  constexpr bool operator op(U a, bfloat b) { return a op float(b); }
+BRONZE_BF_CMP(<) BRONZE_BF_CMP(>) BRONZE_BF_CMP(<=) BRONZE_BF_CMP(>=) BRONZE_BF_CMP(==) BRONZE_BF_CMP(!=)
+#undef BRONZE_BF_CMP
 constexpr bfloat operator-(bfloat a) { return bfloat(-float(a)); }
+constexpr bfloat operator+(bfloat a) { return a; }
 
 // ---------------------------------------------------------------- vectors
 template <class T, int N> struct vec;
@@ -582,8 +615,22 @@ BRONZE_FLOAT_LIMITS(half, inline, 16, unsigned short, 0x7bffu, 0x0400u, 0x1400u,
 BRONZE_FLOAT_LIMITS(half, constexpr, 16, unsigned short, 0x7bffu, 0x0400u, 0x1400u, 11)
 #endif
 #undef BRONZE_FLOAT_LIMITS
-namespace fast { using namespace metal; }
-namespace precise { using namespace metal; }
+// fast:: and precise:: hold the math functions themselves (using-
+// declarations, not a using-directive): a library that adds its own
+// overloads there (MLX's bfloat math) still finds these by qualified lookup.
+#define BRONZE_MATH_NAMES(X)                                                                          \
+  X(abs) X(acos) X(acosh) X(asin) X(asinh) X(atan) X(atan2) X(atanh) X(ceil) X(clamp) X(copysign) X(cos) \
+  X(cosh) X(cospi) X(cross) X(distance) X(divide) X(dot) X(erf) X(exp) X(exp10) X(exp2) X(fabs) X(fdim)   \
+  X(floor) X(fma) X(fmax) X(fmax3) X(fmedian3) X(fmin) X(fmin3) X(fmod) X(fract) X(frexp) X(isfinite)     \
+  X(isinf) X(isnan) X(ldexp) X(length) X(length_squared) X(log) X(log10) X(log2) X(max) X(max3)         \
+  X(median3) X(min) X(min3) X(mix) X(nextafter) X(normalize) X(pow) X(powr) X(rint) X(round) X(rsqrt)    \
+  X(saturate) X(select) X(sign) X(signbit) X(sin) X(sincos) X(sinh) X(sinpi) X(sqrt) X(step) X(tan)      \
+  X(tanh) X(tanpi) X(trunc)
+#define BRONZE_USING(name) using metal::name;
+namespace fast { BRONZE_MATH_NAMES(BRONZE_USING) }
+namespace precise { BRONZE_MATH_NAMES(BRONZE_USING) }
+#undef BRONZE_USING
+#undef BRONZE_MATH_NAMES
 }  // namespace metal
 namespace fast = metal::fast;
 namespace precise = metal::precise;
