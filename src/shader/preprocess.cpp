@@ -299,10 +299,9 @@ TranslationUnit preprocess(const std::string& source, const SourceOptions& o) {
     // Messages name files as the preprocessor saw them: rename them.
     std::string diag;
     for (const std::string& l : split_lines(r.diagnostics)) {
-      std::size_t colon = l.find(':');
       std::string lead = "In file included from ";
       std::size_t at = l.rfind(lead, 0) == 0 ? lead.size() : l.rfind("                 from ", 0) == 0 ? 22 : 0;
-      colon = l.find(':', at);
+      std::size_t colon = l.find(':', at);
       if (colon != std::string::npos) {
         std::string raw = l.substr(at, colon - at);
         load(raw);
