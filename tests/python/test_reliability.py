@@ -165,3 +165,14 @@ def test_empty_cache_while_another_thread_makes_tensors():
             "[t.start() for t in ts]\n[t.join() for t in ts]\nbronze.synchronize()\nprint('survived')\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "survived" in r.stdout, (r.returncode, r.stderr[-2000:])
+
+
+def test_a_thread_count_past_reason_is_clamped():
+    import os
+    import subprocess
+    import sys
+    code = ("import bronze\nx = bronze.ones(1000)\nprint((x + x).numpy().sum(), "
+            "bronze.get_device_properties('cpu').multi_processor_count)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, BRONZE_NUM_THREADS="100000"))
+    assert r.returncode == 0 and r.stdout.split() == ["2000.0", "1024"], (r.returncode, r.stdout, r.stderr[-500:])

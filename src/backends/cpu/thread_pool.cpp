@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <exception>
+#include <system_error>
 
 namespace bronze::cpu {
 
@@ -30,14 +31,19 @@ int available_cpus() {
 ThreadPool& ThreadPool::instance() {
   static ThreadPool* pool = [] {
     int n = available_cpus();
-    if (const char* env = std::getenv("BRONZE_NUM_THREADS")) n = std::max(1, std::atoi(env));
+    // At most 1024 (more only adds switching); a count the system cannot
+    // start stops at the threads it could (below).
+    if (const char* env = std::getenv("BRONZE_NUM_THREADS")) n = std::clamp(std::atoi(env), 1, 1024);
     return new ThreadPool(n);  // never destroyed: workers may be busy at exit
   }();
   return *pool;
 }
 
 ThreadPool::ThreadPool(int threads) {
-  for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker(); });
+  try {
+    for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker(); });
+  } catch (const std::system_error&) {  // out of threads: work with those that started
+  }
 }
 
 ThreadPool::~ThreadPool() {
