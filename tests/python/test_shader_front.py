@@ -498,3 +498,14 @@ def test_bfloat_mixes_as_metal():
     lib.mix(out, f, 1.5)
     assert out.to("cpu").to(bronze.float32).numpy().tolist() == [1.5, 3.0, 4.5]
     assert f.to("cpu").numpy().tolist() == [0.75] * 3
+
+
+def test_simd_bitwise_functions_combine_float_bits():
+    lib = bronze.compile_shader("""
+kernel void bits(device float* out, uint l [[thread_index_in_simdgroup]]) {
+  out[l] = simd_or(l == 3 ? -0.0f : 0.0f) + simd_and(1.5f) + simd_xor(l < 2 ? 2.0f : 0.0f);
+}""")
+    out = bronze.zeros(32)
+    lib.bits(out, threads=32, group_size=32)
+    # -0 | 0 is -0; 1.5 & 1.5 is 1.5; 2.0 ^ 2.0 ^ 0... is 0
+    assert out.to("cpu").numpy().tolist() == [1.5] * 32

@@ -747,6 +747,25 @@ template <class T, int N> struct type_code<vec<T, N>> { static constexpr unsigne
 template <class T, int N> struct type_code<packed_vec<T, N>> { static constexpr unsigned long long value = type_code<T>::value ? type_code<T>::value + 16 * N + 128 : 0; };
 template <class T> struct type_code<bronze_atomic<T>> { static constexpr unsigned long long value = type_code<T>::value ? type_code<T>::value + 256 : 0; };
 
+// simd_and/or/xor combine the lanes' bits: for floating-point values, their
+// representation (as Metal's intrinsics on the 32-bit registers do).
+#define BRONZE_BITWISE(name, op)                                                                    \
+  template <class T> inline T name(T a, T b) { return T(a op b); }                                  \
+  inline float name(float a, float b) {                                                             \
+    return __builtin_bit_cast(float, __builtin_bit_cast(unsigned int, a) op __builtin_bit_cast(unsigned int, b)); \
+  }                                                                                                 \
+  inline half name(half a, half b) {                                                                \
+    return __builtin_bit_cast(half, (unsigned short)(__builtin_bit_cast(unsigned short, a) op     \
+                                                     __builtin_bit_cast(unsigned short, b)));     \
+  }                                                                                                 \
+  inline bfloat name(bfloat a, bfloat b) {                                                          \
+    bfloat r;                                                                                       \
+    r.bits = (unsigned short)(a.bits op b.bits);                                                    \
+    return r;                                                                                       \
+  }
+BRONZE_BITWISE(bit_and, &) BRONZE_BITWISE(bit_or, |) BRONZE_BITWISE(bit_xor, ^)
+#undef BRONZE_BITWISE
+
 // `threadgroup T x = init;`: each thread stores the initial value.
 template <class T> inline void tg_store(T& dst, const T& src) { dst = src; }
 template <class T, int N> inline void tg_store(T (&dst)[N], const T (&src)[N]) { for (int i = 0; i < N; ++i) tg_store(dst[i], src[i]); }

@@ -438,10 +438,10 @@ template <class T> inline T simd_prefix_inclusive_product(T x) {
     BRONZE_SIMD_BEGIN(T, x)                                                                 \
     T r = bronze_rt::slot(b, (uint)__builtin_ctz(active));                                  \
     for (uint l = __builtin_ctz(active) + 1; l < 32; ++l)                                   \
-      if (BRONZE_ACTIVE(l)) r = T(r op bronze_rt::slot(b, l));                              \
+      if (BRONZE_ACTIVE(l)) r = bronze_rt::op(r, bronze_rt::slot(b, l));                    \
     return r;                                                                               \
   }
-BRONZE_SIMD_BITS(simd_and, &) BRONZE_SIMD_BITS(simd_or, |) BRONZE_SIMD_BITS(simd_xor, ^)
+BRONZE_SIMD_BITS(simd_and, bit_and) BRONZE_SIMD_BITS(simd_or, bit_or) BRONZE_SIMD_BITS(simd_xor, bit_xor)
 #undef BRONZE_SIMD_BITS
 template <class T> inline T simd_prefix_exclusive_product(T x) {
   BRONZE_SIMD_BEGIN(T, x)

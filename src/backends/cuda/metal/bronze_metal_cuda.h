@@ -139,9 +139,9 @@ template <class T> inline T simd_prefix_exclusive_sum(T x) {
 template <class T> inline T simd_prefix_inclusive_product(T x) {
   return bronze_rt::scan(x, [](T a, T b) { return T(a * b); }, T(1), true);
 }
-template <class T> inline T simd_and(T x) { return bronze_rt::reduce(x, [](T a, T b) { return T(a & b); }); }
-template <class T> inline T simd_or(T x) { return bronze_rt::reduce(x, [](T a, T b) { return T(a | b); }); }
-template <class T> inline T simd_xor(T x) { return bronze_rt::reduce(x, [](T a, T b) { return T(a ^ b); }); }
+template <class T> inline T simd_and(T x) { return bronze_rt::reduce(x, [](T a, T b) { return bronze_rt::bit_and(a, b); }); }
+template <class T> inline T simd_or(T x) { return bronze_rt::reduce(x, [](T a, T b) { return bronze_rt::bit_or(a, b); }); }
+template <class T> inline T simd_xor(T x) { return bronze_rt::reduce(x, [](T a, T b) { return bronze_rt::bit_xor(a, b); }); }
 template <class T> inline T simd_prefix_exclusive_product(T x) {
   return bronze_rt::scan(x, [](T a, T b) { return T(a * b); }, T(1), false);
 }
