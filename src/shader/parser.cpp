@@ -364,6 +364,13 @@ class Parser {
       if (x == "{") {
         std::size_t close = match(i, "{", "}");
         if (!lparen) {  // a class body, or a braced initializer
+          if (is_class && header && !class_name.empty() && t(i - 1).text == ">") {
+            // A partial specialization on an address space (`S<device T*>`
+            // beside `S<thread T*>`): one in bronze's single address space.
+            bool preferred = true;
+            std::size_t end = skip_statement(close + 1) - 1;
+            keep_one(ns + "|" + space_free_text(header, i, preferred), header, end, preferred);
+          }
           if (is_class) {
             std::string inner = ns.empty() ? class_name : ns + "::" + class_name;
             std::string saved = current_class_;
@@ -523,18 +530,31 @@ class Parser {
   void address_space_overload(const std::string& ns, std::size_t first, std::size_t rparen, std::size_t body,
                               std::size_t close) {
     bool preferred = true;
-    std::string key = ns + "|", last;
-    for (std::size_t k = first; k <= rparen; ++k) {
+    std::string key = ns + "|" + space_free_text(first, rparen + 1, preferred);
+    for (std::size_t k = rparen + 1; k < body && t(k).text != ":"; ++k)  // the qualifier of `this`
+      if (t(k).text == "device" || t(k).text == "threadgroup" || t(k).text == "constant") preferred = false;
+    keep_one(key, first, close, preferred);
+  }
+
+  // Tokens [b, e) as the rewrite leaves them: address spaces gone, constant
+  // as const. `preferred` turns false at device or threadgroup.
+  std::string space_free_text(std::size_t b, std::size_t e, bool& preferred) const {
+    std::string key, last;
+    for (std::size_t k = b; k < e; ++k) {
       std::string x = t(k).text;
       if (x == "device" || x == "threadgroup" || x == "threadgroup_imageblock") preferred = false;
       if (x == "device" || x == "thread" || x == "threadgroup" || x == "threadgroup_imageblock") continue;
-      if (x == "constant") x = "const";  // as the rewrite makes it
+      if (x == "constant") x = "const";
       if (x == "const" && last == "const") continue;
       key += x + " ";
       last = x;
     }
-    for (std::size_t k = rparen + 1; k < body && t(k).text != ":"; ++k)  // the qualifier of `this`
-      if (t(k).text == "device" || t(k).text == "threadgroup" || t(k).text == "constant") preferred = false;
+    return key;
+  }
+
+  // Keeps the first definition of a key (a preferred one over others) and
+  // drops the rest.
+  void keep_one(const std::string& key, std::size_t first, std::size_t close, bool preferred) {
     auto it = members_.find(key);
     if (it == members_.end()) {
       members_[key] = {first, close, preferred};

@@ -509,3 +509,20 @@ kernel void bits(device float* out, uint l [[thread_index_in_simdgroup]]) {
     lib.bits(out, threads=32, group_size=32)
     # -0 | 0 is -0; 1.5 & 1.5 is 1.5; 2.0 ^ 2.0 ^ 0... is 0
     assert out.to("cpu").numpy().tolist() == [1.5] * 32
+
+
+def test_partial_specializations_on_address_spaces_collapse():
+    lib = bronze.compile_shader("""
+template <typename T> struct elem;
+template <typename T> struct elem<thread T*> { using type = T; };
+template <typename T> struct elem<device T*> { using type = T; };
+template <typename T> struct elem<threadgroup T*> { using type = T; };
+template <typename T> struct elem<constant T*> { using type = T; };
+kernel void k(device float* x, uint i [[thread_position_in_grid]]) {
+  typename elem<device float*>::type v = 2;
+  typename elem<constant float*>::type w = 3;
+  x[i] = v + w;
+}""")
+    x = bronze.zeros(2)
+    lib.k(x)
+    assert x.to("cpu").numpy().tolist() == [5.0, 5.0]

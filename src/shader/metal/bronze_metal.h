@@ -385,6 +385,8 @@ template <class T> using remove_cvref_t = typename remove_cvref<T>::type;
 // One address space here: removing it leaves the type.
 template <class T> struct remove_address_space { typedef T type; };
 template <class T> using remove_address_space_t = T;
+template <class T> struct remove_addrspace { typedef T type; };
+template <class T> using remove_addrspace_t = T;
 template <class T> struct decay { typedef remove_cvref_t<T> type; };
 template <class T> using decay_t = typename decay<T>::type;
 template <class T> struct add_const { typedef const T type; };
