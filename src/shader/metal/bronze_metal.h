@@ -9,6 +9,7 @@
 #include "launch_abi.h"
 #if defined(__CUDACC_RTC__)
 #define BRONZE_CUDA 1
+#define BRONZE_HALF_CONSTEXPR  /* half converts by an instruction: not in constant expressions */
 #define BRONZE_M(f) ::f            /* CUDA's device math library */
 #define BRONZE_MEMCPY ::memcpy
 #define BRONZE_INF __int_as_float(0x7f800000)
@@ -18,6 +19,7 @@
 #define BRONZE_CTZ32(x) (__ffs(x) - 1)
 #else
 #define BRONZE_CUDA 0
+#define BRONZE_HALF_CONSTEXPR constexpr
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -126,6 +128,7 @@ struct bfloat {
   bfloat() = default;
   constexpr explicit bfloat(float f) : bits(round(__builtin_bit_cast(unsigned int, f))) {}  // round to nearest even
   constexpr explicit bfloat(double d) : bfloat((float)d) {}
+  BRONZE_HALF_CONSTEXPR explicit bfloat(half h) : bfloat((float)h) {}
 #define BRONZE_BF_FROM(T) constexpr bfloat(T i) : bfloat((float)i) {}  // NOLINT
   BRONZE_BF_FROM(int) BRONZE_BF_FROM(unsigned int) BRONZE_BF_FROM(long) BRONZE_BF_FROM(unsigned long)
   BRONZE_BF_FROM(long long) BRONZE_BF_FROM(unsigned long long) BRONZE_BF_FROM(short)
@@ -385,6 +388,8 @@ template <class T> using remove_cvref_t = typename remove_cvref<T>::type;
 // One address space here: removing it leaves the type.
 template <class T> struct remove_address_space { typedef T type; };
 template <class T> using remove_address_space_t = T;
+template <class T> using uniform = T;  // Metal marks values uniform across threads; a value here
+template <class T> inline T make_uniform(T v) { return v; }
 template <class T> struct remove_addrspace { typedef T type; };
 template <class T> using remove_addrspace_t = T;
 template <class T> struct decay { typedef remove_cvref_t<T> type; };
@@ -444,6 +449,7 @@ BRONZE_SIGN_PAIR(long long, unsigned long long)
 #undef BRONZE_SIGN_PAIR
 template <class T> using make_signed_t = typename make_signed<T>::type;
 template <class T> using make_unsigned_t = typename make_unsigned<T>::type;
+using ::bronze_msl::vec;  // metal::vec<T, N>
 // Vector traits: is_vector_v, vec_elements<T>::value.
 template <class T> struct is_vector : false_type {};
 template <class T, int N> struct is_vector<vec<T, N>> : true_type {};
@@ -611,11 +617,7 @@ BRONZE_FLOAT_LIMITS(float, constexpr, 32, unsigned int, 0x7f7fffffu, 0x00800000u
 BRONZE_FLOAT_LIMITS(double, constexpr, 64, unsigned long long, 0x7fefffffffffffffull, 0x0010000000000000ull,
                     0x3cb0000000000000ull, 53)
 BRONZE_FLOAT_LIMITS(bfloat, constexpr, 16, unsigned short, 0x7f7fu, 0x0080u, 0x3c00u, 8)
-#if BRONZE_CUDA
-BRONZE_FLOAT_LIMITS(half, inline, 16, unsigned short, 0x7bffu, 0x0400u, 0x1400u, 11)
-#else
-BRONZE_FLOAT_LIMITS(half, constexpr, 16, unsigned short, 0x7bffu, 0x0400u, 0x1400u, 11)
-#endif
+BRONZE_FLOAT_LIMITS(half, BRONZE_HALF_CONSTEXPR, 16, unsigned short, 0x7bffu, 0x0400u, 0x1400u, 11)
 #undef BRONZE_FLOAT_LIMITS
 // fast:: and precise:: hold the math functions themselves (using-
 // declarations, not a using-directive): a library that adds its own
