@@ -526,3 +526,15 @@ kernel void k(device float* x, uint i [[thread_position_in_grid]]) {
     x = bronze.zeros(2)
     lib.k(x)
     assert x.to("cpu").numpy().tolist() == [5.0, 5.0]
+
+
+def test_metal_vec_uniform_and_bfloat_from_half():
+    lib = bronze.compile_shader("""
+kernel void k(device bfloat* o, device const half* h, uint i [[thread_position_in_grid]]) {
+  metal::vec<float, 2> v = metal::vec<float, 2>(1.0f, 2.0f);
+  uniform<int> u = 3;
+  o[i] = bfloat(h[i]) + bfloat(v.y) + bfloat(u);
+}""")
+    o = bronze.zeros(2, dtype=bronze.bfloat16)
+    lib.k(o, bronze.full((2,), 0.5, dtype=bronze.float16))
+    assert o.to("cpu").to(bronze.float32).numpy().tolist() == [5.5, 5.5]
