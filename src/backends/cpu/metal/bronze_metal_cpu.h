@@ -152,7 +152,7 @@ inline thread_local scratch fiber_scratch;
 
 // The fibers' stacks, kFiberStack bytes each, kStackStride apart with an
 // inaccessible guard below each. The build refuses kernels with a frame over
-// BRONZE_PRIVATE_BYTES (build_cpu.cpp); the 64 KiB over it hold the runtime's
+// BRONZE_PRIVATE_BYTES (cpu_module.cpp); the 64 KiB over it hold the runtime's
 // frames, and the guard makes anything that still outgrows its stack fault at
 // once rather than overwrite its neighbour's frames. The region is only
 // reserved; pages are committed as frames touch them. (64 KiB guards suit
