@@ -124,6 +124,7 @@ std::vector<std::uint8_t> pack_scalar(const KernelParam& p, const Scalar& v) {
   ScalarType st = scalar_type(p.type);
   if (!st.known)
     throw TypeError(arg_label(p) + " is not a number type: pass its bytes (" + std::to_string(p.size) + " bytes)");
+  check_fits(v, st.dtype, arg_label(p));
   std::vector<std::uint8_t> out;
   for (int i = 0; i < st.lanes; ++i) append_element(st, v, out);
   // Padded vectors (float3 is 16 bytes): fill to the compiled size.

@@ -142,6 +142,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
 }
 
 Tensor& Tensor::fill_(Scalar v) {
+  check_fits(v, dtype(), "fill value");  // as torch: 300 into uint8 is an error, not 44
   if (numel() == 0) return *this;
   runtime::device_impl(device()).fill(*runtime::current_stream(device()), detail::view_of(*this), v);
   return *this;

@@ -24,6 +24,10 @@ def _write_past_the_end():
     bronze.synchronize()
 
 
+def _lib_int():
+    return bronze.compile_shader("kernel void k(device int* o, constant int& a) { o[0] = a; }")
+
+
 def _profiler_twice():
     bronze.profiler.start()
     try:
@@ -81,6 +85,9 @@ CASES = [
     ("lib.k(*args)", "number for a buffer", lambda: _lib().full(1.0, 1.0), bronze.KernelArgumentError, "is a buffer"),
     ("lib.k(*args)", "tensor for a value", lambda: _lib().full(bronze.ones(4), bronze.ones(2)), bronze.KernelArgumentError, "is a constant value"),
     ("lib.k(arg_casts=)", "unknown cast", lambda: _lib().full(bronze.ones(4), 1.0, arg_casts="fp8"), ValueError, "unsupported cast"),
+    ("lib.k(*args)", "a value its parameter cannot hold", lambda: _lib_int().k(bronze.zeros(1, dtype=bronze.int32), 2**40), ValueError, "does not fit int32"),
+    ("lib.k(*args)", "NaN for an integer parameter", lambda: _lib_int().k(bronze.zeros(1, dtype=bronze.int32), float("nan")), ValueError, "nan does not fit int32"),
+    ("full(size, value)", "a value the dtype cannot hold", lambda: bronze.full((3,), 300, dtype=bronze.uint8), ValueError, "300 does not fit uint8"),
     ("lib.k(*args)", "string for a scalar", lambda: _lib().full(bronze.ones(4), "x"), TypeError, "expected a number"),
     ("lib.k(threads=)", "a grid past the buffer, validate=True", _write_past_the_end, bronze.DeviceError, "out-of-bounds access to 'out' at index 4"),
     ("lib.k(threads=)", "four dimensions", lambda: _lib().full(bronze.ones(4), 1.0, threads=(1, 1, 1, 1)), ValueError, "1 to 3 dimensions"),
