@@ -16,16 +16,24 @@
 namespace bronze::py {
 namespace {
 
+// A grid extent: an int or a NumPy integer (not a bool), any size (the
+// range check below names it, never a wrapped number).
+std::int64_t extent(nb::handle x, const char* what) {
+  if (PyBool_Check(x.ptr()) || !PyIndex_Check(x.ptr()))
+    throw TypeError(std::string(what) + " takes ints, got " + Py_TYPE(x.ptr())->tp_name);
+  int overflow = 0;
+  long long n = PyLong_AsLongLongAndOverflow(nb::steal(PyNumber_Index(x.ptr())).ptr(), &overflow);
+  if (PyErr_Occurred()) PyErr_Clear();
+  return overflow ? -1 : n;  // -1: out of range either way
+}
+
 Dim3 to_dim3(nb::handle h, const char* what) {
   Dim3 d;
   std::vector<std::int64_t> v;
-  if (PyLong_Check(h.ptr())) {
-    v.push_back(nb::cast<std::int64_t>(h));
-  } else if (PyTuple_Check(h.ptr()) || PyList_Check(h.ptr())) {
-    for (nb::handle x : h) {
-      if (!PyLong_Check(x.ptr())) throw TypeError(std::string(what) + " entries must be ints");
-      v.push_back(nb::cast<std::int64_t>(x));
-    }
+  if (PyTuple_Check(h.ptr()) || PyList_Check(h.ptr())) {
+    for (nb::handle x : h) v.push_back(extent(x, what));
+  } else if (PyIndex_Check(h.ptr()) && !PyBool_Check(h.ptr())) {
+    v.push_back(extent(h, what));
   } else {
     throw TypeError(std::string(what) + " must be an int or a tuple of 1 to 3 ints");
   }

@@ -90,6 +90,8 @@ CASES = [
     ("full(size, value)", "a value the dtype cannot hold", lambda: bronze.full((3,), 300, dtype=bronze.uint8), ValueError, "300 does not fit uint8"),
     ("lib.k(*args)", "string for a scalar", lambda: _lib().full(bronze.ones(4), "x"), TypeError, "expected a number"),
     ("lib.k(threads=)", "a grid past the buffer, validate=True", _write_past_the_end, bronze.DeviceError, "out-of-bounds access to 'out' at index 4"),
+    ("lib.k(threads=)", "a bool", lambda: _lib().full(bronze.ones(4), 1.0, threads=True), TypeError, "an int or a tuple"),
+    ("lib.k(threads=)", "2**64", lambda: _lib().full(bronze.ones(4), 1.0, threads=2**64), ValueError, "in [0, 2^32)"),
     ("lib.k(threads=)", "four dimensions", lambda: _lib().full(bronze.ones(4), 1.0, threads=(1, 1, 1, 1)), ValueError, "1 to 3 dimensions"),
     ("lib.k(group_size=)", "over 1024 threads", lambda: _lib().full(bronze.ones(4), 1.0, group_size=2048), ValueError, "over the kernel's limit"),
     ("lib.k(**kwargs)", "unknown keyword", lambda: _lib().full(bronze.ones(4), 1.0, thread=4), TypeError, "unexpected keyword"),

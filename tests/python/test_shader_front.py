@@ -538,3 +538,10 @@ kernel void k(device bfloat* o, device const half* h, uint i [[thread_position_i
     o = bronze.zeros(2, dtype=bronze.bfloat16)
     lib.k(o, bronze.full((2,), 0.5, dtype=bronze.float16))
     assert o.to("cpu").to(bronze.float32).numpy().tolist() == [5.5, 5.5]
+
+
+def test_numpy_integers_size_the_grid():
+    lib = bronze.compile_shader("kernel void k(device float* o, uint i [[thread_position_in_grid]]) { o[i] = 1; }")
+    o = bronze.zeros(8)
+    lib.k(o, threads=np.int64(8), group_size=(np.int32(4),))
+    assert o.to("cpu").numpy().tolist() == [1.0] * 8
