@@ -216,10 +216,13 @@ def _compile(source, language, device, filename, validate, include_dirs, headers
              constants=None):
     if not isinstance(source, str):
         raise TypeError(f"compile_shader needs the source as str, got {type(source).__name__}")
-    return _C._compile_shader(source, language, device, _os.fspath(filename), validate, _dirs(include_dirs),
-                              _str_pairs(headers, "headers"), _str_pairs(defines, "defines"),
+    plain = not include_dirs and headers is None and defines is None and constants is None  # the hot path
+    return _C._compile_shader(source, language, device, filename if type(filename) is str else _os.fspath(filename),
+                              validate, [] if plain else _dirs(include_dirs),
+                              [] if plain else _str_pairs(headers, "headers"),
+                              [] if plain else _str_pairs(defines, "defines"),
                               _torch_include_dir() if language == "metal" else "", find_only,
-                              _constant_values(constants))
+                              [] if plain else _constant_values(constants))
 
 
 def load_metallib(source, device=None, signatures=None):
