@@ -168,8 +168,17 @@ std::shared_ptr<detail::LibraryImpl> load_unit(const Device& d, const std::strin
   runtime::device_impl(d).load_module(object, mk);
   auto lib = new_library(d, unit, jit::sha256_hex(unit));
   for (std::size_t k = 0; k < mk.size(); ++k) {
+    // The table ends with its one 0 where the reflected signature ends: an
+    // object built from another source (a doctored .bronzelib) is refused
+    // before its kernels could take a value's bytes for a pointer.
+    const std::vector<std::uint64_t>& table = mk[k].table;
+    bool matches = table.size() == mk[k].table_words && table.back() == 0;
+    for (std::size_t w = 0; matches && w + 1 < table.size(); w += 2) matches = table[w] != 0;
+    if (!matches)
+      throw ValueError("the compiled object does not match its source: kernel '" + ps.kernels[k].info.name +
+                       "' has another signature there; rebuild the library from its source");
     KernelInfo info = ps.kernels[k].info;
-    shader::apply_layout(info, reinterpret_cast<const unsigned long long*>(mk[k].table.data()));
+    shader::apply_layout(info, reinterpret_cast<const unsigned long long*>(table.data()));
     add_kernel(*lib, std::move(info), mk[k]);
   }
   return lib;

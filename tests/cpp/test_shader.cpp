@@ -5,6 +5,7 @@
 
 #include "bronze/bronze.hpp"
 #include "jit/sha256.hpp"
+#include "shader/bronzelib.hpp"
 #include "shader/lexer.hpp"
 #include "shader/diagnostics.hpp"
 #include "shader/parser.hpp"
@@ -178,4 +179,22 @@ TEST(Parser, FuzzRegressionsDoNotCrash) {
     } catch (const bronze::Error&) {
     }
   }
+}
+
+// A .bronzelib whose object was built from another source than the one it
+// carries is refused: its kernels would read a value's bytes as a pointer.
+TEST(Bronzelib, AnObjectThatDoesNotMatchItsSourceIsRefused) {
+  auto a = bronze::compile_library("kernel void k(device float* o, constant float& v) { o[0] = v; }");
+  auto b = bronze::compile_library("kernel void k(device float* o, device float* p, constant float& v) { o[0] = v; }");
+  auto fa = bronze::shader::decode_library(a.data(), a.size());
+  auto fb = bronze::shader::decode_library(b.data(), b.size());
+  fa.objects = fb.objects;
+  auto doctored = bronze::shader::encode_library(fa);
+  try {
+    bronze::load_metallib(doctored, bronze::Device{bronze::DeviceType::CPU, 0});
+    FAIL() << "a mismatched object loaded";
+  } catch (const bronze::ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("does not match its source"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(bronze::load_metallib(a, bronze::Device{bronze::DeviceType::CPU, 0}));
 }
