@@ -181,6 +181,16 @@ nb::dict param_dict(const KernelParam& p) {
 }  // namespace
 
 void bind_shader(nb::module_& m) {
+  // Compiles run without the GIL; a warning takes it to reach `warnings`.
+  // Where warnings are errors, the message still reaches stderr rather than
+  // failing a compile that worked.
+  jit::DiskCache::set_warning_handler([](const std::string& msg) {
+    nb::gil_scoped_acquire g;
+    if (PyErr_WarnEx(PyExc_RuntimeWarning, msg.c_str(), 1) != 0) {
+      PyErr_Clear();
+      PySys_WriteStderr("%s\n", msg.c_str());
+    }
+  });
   nb::class_<Kernel>(m, "Kernel", "A compiled compute kernel; call it like a function.")
       .def_prop_ro("name", &Kernel::name)
       .def_prop_ro("max_threads_per_threadgroup", &Kernel::max_threads_per_threadgroup)
@@ -249,6 +259,7 @@ void bind_shader(nb::module_& m) {
     auto n = c.counters();
     nb::dict d;
     d["enabled"] = c.enabled();
+    d["writable"] = c.writable();
     d["dir"] = c.dir();
     d["status"] = c.status();
     d["hits"] = n.hits;

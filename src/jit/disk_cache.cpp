@@ -1,6 +1,8 @@
 #include "jit/disk_cache.hpp"
 
 #include <dirent.h>
+#include <ftw.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,7 +11,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <vector>
 
@@ -27,6 +31,53 @@ constexpr const char* kTagName = "CACHEDIR.TAG";
 constexpr const char* kTag =
     "Signature: 8a477f597d28d172789f06886806bc55\n# This folder is bronze's compile cache (bronze.cache_info()).\n";
 const char* const kSuffixes[] = {".so", ".cubin", ".ptx"};
+constexpr const char* kBuildPrefix = "bronze-build-";
+std::atomic<DiskCache::WarningHandler> g_warning_handler{nullptr};
+
+std::string temp_base() {
+  const char* t = std::getenv("TMPDIR");
+  return t && *t ? t : "/tmp";
+}
+
+int remove_entry(const char* path, const struct stat*, int, FTW*) {
+  ::remove(path);
+  return 0;
+}
+
+// Removes the build folders in `dir` whose process is gone. Only the user's
+// own folders, never through a link, and only those untouched for ten
+// minutes: a process of another pid namespace sharing the folder looks dead
+// while its build runs. Folders of older bronze versions carry no pid: a day.
+void remove_stale_builds(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  const std::time_t now = std::time(nullptr);
+  std::vector<std::string> stale;
+  while (dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n.rfind(kBuildPrefix, 0) != 0) continue;
+    std::string p = dir + "/" + n;
+    struct stat st;
+    if (::lstat(p.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) continue;
+    const std::time_t age = now - st.st_mtime;
+    if (age < 600) continue;
+    char* end = nullptr;
+    const long pid = std::strtol(n.c_str() + std::strlen(kBuildPrefix), &end, 10);
+    const bool gone = pid > 0 && *end == '-' ? ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH
+                                             : age > 86400;
+    if (gone) stale.push_back(p);
+  }
+  ::closedir(d);
+  for (const auto& p : stale) ::nftw(p.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+// A private build folder under `base`, named for this process; empty if it cannot be made.
+std::string make_build_dir(const std::string& base) {
+  std::string tmpl = base + "/" + kBuildPrefix + std::to_string(::getpid()) + "-XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  return ::mkdtemp(buf.data()) ? std::string(buf.data()) : std::string();
+}
 
 // An entry's name: 64 lowercase hex digits (a SHA-256) and one of bronze's suffixes.
 bool entry_name(const std::string& n) {
@@ -53,7 +104,7 @@ bool own_folder(const std::string& dir) {
   bool ours = true;
   while (dirent* e = ::readdir(d)) {
     std::string n = e->d_name;
-    if (n != "." && n != ".." && !entry_name(n) && n.rfind("bronze-build-", 0) != 0) ours = false;
+    if (n != "." && n != ".." && !entry_name(n) && n.rfind(kBuildPrefix, 0) != 0) ours = false;
   }
   ::closedir(d);
   if (!ours) return false;  // someone's folder: used, never trimmed
@@ -91,6 +142,7 @@ DiskCache& DiskCache::instance() {
 
 DiskCache::DiskCache() {
   max_bytes_ = env_size("BRONZE_CACHE_MAX_BYTES", 1ull << 30);
+  remove_stale_builds(temp_base());  // where builds go without a writable cache
   if (const char* off = std::getenv("BRONZE_CACHE_DISABLE"); off && *off && std::string(off) != "0") {
     status_ = "disabled by BRONZE_CACHE_DISABLE";
     return;
@@ -122,8 +174,33 @@ DiskCache::DiskCache() {
   }
   dir_ = dir;
   enabled_ = true;
+  if (::access(dir.c_str(), W_OK) != 0) {
+    degrade(std::string("not writable: ") + std::strerror(errno));
+    return;
+  }
+  remove_stale_builds(dir);
   owned_ = own_folder(dir);
   status_ = owned_ ? dir : dir + " (not bronze's own folder: entries are kept, never trimmed)";
+}
+
+void DiskCache::set_warning_handler(WarningHandler h) { g_warning_handler.store(h); }
+
+std::string DiskCache::status() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return status_;
+}
+
+void DiskCache::degrade(const std::string& why) {
+  std::string msg;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (!writable_.exchange(false)) return;  // said once
+    status_ = dir_ + " (read-only, " + why + "; entries are still used, new builds go to private folders under " +
+              temp_base() + ")";
+    msg = "bronze: the compile cache " + status_;
+  }
+  if (WarningHandler h = g_warning_handler.load()) h(msg);
+  else std::cerr << msg << std::endl;
 }
 
 std::optional<std::string> DiskCache::lookup(const std::string& key, const std::string& suffix) {
@@ -153,20 +230,26 @@ std::optional<std::string> DiskCache::lookup(const std::string& key, const std::
 }
 
 std::string DiskCache::store(const std::string& key, const std::string& suffix, const std::string& tmp_path) {
-  if (!enabled_) return tmp_path;
+  if (!writable()) return tmp_path;
   std::string data;
   if (!read_file(tmp_path, data)) throw Error("compile cache: cannot read " + tmp_path);
   std::uint8_t digest[32];
   Sha256().update(data).digest(digest);
+  std::string path = dir_ + "/" + key + suffix;
+  bool written;
   {
     std::ofstream f(tmp_path, std::ios::binary | std::ios::app);
     f.write(reinterpret_cast<const char*>(digest), 32);
     f.write(kMagic, sizeof kMagic);
-    if (!f.flush()) throw Error("compile cache: cannot write " + tmp_path);
+    written = static_cast<bool>(f.flush());
   }
-  std::string path = dir_ + "/" + key + suffix;
-  if (::rename(tmp_path.c_str(), path.c_str()) != 0)
-    throw Error("compile cache: cannot rename into " + path + ": " + std::strerror(errno));
+  if (!written || ::rename(tmp_path.c_str(), path.c_str()) != 0) {  // full, or made read-only since
+    const int err = errno;
+    if (::truncate(tmp_path.c_str(), static_cast<off_t>(data.size())) != 0)
+      throw Error("compile cache: cannot restore " + tmp_path + ": " + std::strerror(errno));
+    degrade(std::string(written ? "cannot rename into it: " : "cannot write it: ") + std::strerror(err));
+    return tmp_path;
+  }
   {
     std::lock_guard<std::mutex> g(mu_);
     counters_.stores++;
@@ -181,12 +264,16 @@ DiskCache::Counters DiskCache::counters() const {
 }
 
 std::string DiskCache::make_work_dir() {
-  std::string base = enabled_ ? dir_ : std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp");
-  std::string tmpl = base + "/bronze-build-XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  if (!::mkdtemp(buf.data())) throw Error("cannot create a build directory under " + base + ": " + std::strerror(errno));
-  return buf.data();
+  // In the cache when it is writable, so storing is a rename.
+  if (writable()) {
+    std::string d = make_build_dir(dir_);
+    if (!d.empty()) return d;
+    degrade(std::string("cannot create a build folder in it: ") + std::strerror(errno));
+  }
+  const std::string base = temp_base();
+  std::string d = make_build_dir(base);
+  if (d.empty()) throw Error("cannot create a build directory under " + base + ": " + std::strerror(errno));
+  return d;
 }
 
 void DiskCache::trim(const std::string& keep) {

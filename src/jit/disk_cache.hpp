@@ -7,9 +7,13 @@
 // every hit, so a truncated or corrupted entry is rebuilt. Trimming to
 // $BRONZE_CACHE_MAX_BYTES (1G by default; units K, M, G) deletes only
 // bronze's own entries, and only in a folder bronze created or found empty
-// (it leaves a CACHEDIR.TAG there).
+// (it leaves a CACHEDIR.TAG there). A folder bronze cannot write (read-only,
+// full) still serves hits; new builds then go to private folders under
+// $TMPDIR, with one warning. Build folders are named bronze-build-<pid>-*, so
+// those of killed processes are removed by the next process that starts.
 #pragma once
 
+#include <atomic>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -20,14 +24,21 @@ class DiskCache {
  public:
   static DiskCache& instance();
 
-  bool enabled() const { return enabled_; }
+  bool enabled() const { return enabled_; }             // entries are looked up
+  bool writable() const { return enabled_ && writable_; }  // and new ones stored
   const std::string& dir() const { return dir_; }
-  const std::string& status() const { return status_; }  // why it is off, or the path
+  std::string status() const;  // the path, why it is off, or why it is read-only
+
+  // Where warnings go (a degraded cache); stderr unless set. The Python
+  // module routes them to `warnings`.
+  using WarningHandler = void (*)(const std::string&);
+  static void set_warning_handler(WarningHandler h);
 
   // The path of a verified entry for `key` (ready to dlopen), if any.
   std::optional<std::string> lookup(const std::string& key, const std::string& suffix);
   // Moves the compiled file `tmp_path` into the cache; returns the entry's
-  // path (or `tmp_path` itself when the cache is off).
+  // path, or `tmp_path` itself (unchanged) when the cache is off or cannot
+  // be written.
   std::string store(const std::string& key, const std::string& suffix, const std::string& tmp_path);
   // A fresh private directory for a compiler run (inside the cache when on).
   std::string make_work_dir();
@@ -40,11 +51,13 @@ class DiskCache {
  private:
   DiskCache();
   void trim(const std::string& keep);  // oldest entries first, never `keep`
+  void degrade(const std::string& why);  // stop writing, say so once
   bool enabled_ = false;
+  std::atomic<bool> writable_{true};
   bool owned_ = false;  // the folder carries bronze's CACHEDIR.TAG: only then is it trimmed
   std::string dir_, status_;
   unsigned long long max_bytes_;
-  mutable std::mutex mu_;  // guards counters_
+  mutable std::mutex mu_;  // guards counters_ and status_
   Counters counters_;
 };
 

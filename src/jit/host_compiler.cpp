@@ -289,10 +289,10 @@ BuildResult build_shared_object(const std::string& source,
       check_stack(usage);
     }
     std::string stored = cache.store(k, ".so", work + "/kernel.so");
-    if (cache.enabled()) {
+    if (stored != work + "/kernel.so") {
       remove_tree(work, files);
     } else {
-      // Without a cache the object stays in its private directory (it is loaded).
+      // Not cached: the object stays in its private directory (it is loaded).
       files.erase(files.begin() + 1);
       for (const auto& f : files) ::unlink((work + "/" + f).c_str());
     }

@@ -5,6 +5,9 @@ import json
 import os
 import subprocess
 import sys
+import time
+
+import pytest
 
 import bronze
 
@@ -19,12 +22,12 @@ print(json.dumps({"cache": bronze.cache_info(), "x": x.numpy().tolist()}))
 """
 
 
-def run(cache_dir, value):
-    env = dict(os.environ, BRONZE_CACHE_DIR=str(cache_dir))
+def run(cache_dir, value, want_stderr=False, **env_extra):
+    env = dict(os.environ, BRONZE_CACHE_DIR=str(cache_dir), **env_extra)
     env.pop("BRONZE_CACHE_DISABLE", None)
     out = subprocess.run([sys.executable, "-c", PROBE, KERNEL % value], env=env, capture_output=True, text=True,
                          check=True, timeout=120)
-    return json.loads(out.stdout)
+    return (json.loads(out.stdout), out.stderr) if want_stderr else json.loads(out.stdout)
 
 
 def test_cold_then_warm_across_processes(tmp_path):
@@ -95,3 +98,53 @@ def test_trim_touches_only_its_own_entries_and_keeps_the_one_just_built(tmp_path
     bad = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
                          env=dict(env, BRONZE_CACHE_DIR=str(ours), BRONZE_CACHE_MAX_BYTES="2 GiB please"))
     assert bad.returncode != 0 and "BRONZE_CACHE_MAX_BYTES" in bad.stderr
+
+
+def test_unwritable_cache_folder_falls_back_with_a_warning():
+    # procfs: a folder of the user's own that nobody, root included, can create files in.
+    r, err = run("/proc/self/fdinfo", "3.0f", want_stderr=True)
+    assert r["x"] == [3.0] * 4
+    assert r["cache"]["enabled"] and not r["cache"]["writable"]
+    assert "read-only" in r["cache"]["status"] and "private folders" in r["cache"]["status"]
+    assert "RuntimeWarning: bronze: the compile cache /proc/self/fdinfo (read-only" in err
+    assert err.count("RuntimeWarning") == 1  # said once
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a mode-0500 folder")
+def test_read_only_cache_still_serves_its_entries(tmp_path):
+    cache = tmp_path / "cache"
+    run(cache, "4.0f")
+    cache.chmod(0o500)
+    try:
+        hit, err = run(cache, "4.0f", want_stderr=True)
+        assert hit["cache"]["hits"] == 1 and hit["x"] == [4.0] * 4 and "RuntimeWarning" in err
+        miss = run(cache, "5.0f")
+        assert miss["x"] == [5.0] * 4 and miss["cache"]["stores"] == 0 and not miss["cache"]["writable"]
+    finally:
+        cache.chmod(0o700)
+
+
+def test_build_folders_of_killed_processes_are_removed_later(tmp_path):
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    cache, tmp = tmp_path / "cache", tmp_path / "tmp"
+    cache.mkdir(mode=0o700)
+    tmp.mkdir()
+    hour_ago = time.time() - 3600
+
+    def leftover(where, pid, old=True):
+        d = where / f"bronze-build-{pid}-{'old' if old else 'new'}Ab1"
+        (d / "sub").mkdir(parents=True)
+        (d / "sub" / "kernel.cpp").write_text("// a killed build's file")
+        if old:
+            os.utime(d, (hour_ago, hour_ago))
+        return d
+
+    killed_in_cache, killed_in_tmp = leftover(cache, dead.pid), leftover(tmp, dead.pid)
+    running = leftover(cache, os.getpid())  # its process still runs
+    recent = leftover(tmp, dead.pid, old=False)  # may be another pid namespace's live build
+    r = run(cache, "6.0f", TMPDIR=str(tmp))
+    assert r["x"] == [6.0] * 4
+    assert not killed_in_cache.exists() and not killed_in_tmp.exists()
+    assert running.exists() and recent.exists()
+    assert not [p for p in cache.iterdir() if p.name.startswith("bronze-build-") and p != running]
