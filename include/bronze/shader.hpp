@@ -161,10 +161,12 @@ std::vector<std::uint8_t> compile_library(const std::string& source, const Compi
 // parameters from `signatures` (CUDA C++ declarations, e.g.
 // "__global__ void saxpy(float* y, const float* x, float a);"), which PTX
 // may leave out (read from its .entry lines). Throws ValueError on anything
-// else, naming Apple .metallib files.
+// else, naming Apple .metallib files. A .bronzelib's objects are native code
+// run in the process; `rebuild` ignores them and builds the source it
+// carries instead (a raw module has none: ValueError).
 Library load_metallib(const std::vector<std::uint8_t>& bytes, std::optional<Device> device = std::nullopt,
-                      const std::string& signatures = {});
+                      const std::string& signatures = {}, bool rebuild = false);
 Library load_metallib_file(const std::string& path, std::optional<Device> device = std::nullopt,
-                           const std::string& signatures = {});
+                           const std::string& signatures = {}, bool rebuild = false);
 
 }  // namespace bronze

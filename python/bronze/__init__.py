@@ -225,7 +225,7 @@ def _compile(source, language, device, filename, validate, include_dirs, headers
                               [] if plain else _constant_values(constants))
 
 
-def load_metallib(source, device=None, signatures=None):
+def load_metallib(source, device=None, signatures=None, rebuild=False):
     """Loads a precompiled kernel library: bytes/bytearray, or a path (str/PathLike).
 
     Reads bronze's .bronzelib format (`bronze compile FILE.metal -o FILE.bronzelib`)
@@ -233,6 +233,10 @@ def load_metallib(source, device=None, signatures=None):
     declarations of the module's kernels ("__global__ void k(float* y, float a);"),
     needed for cubin/fatbin; PTX's own .entry lines serve otherwise.
     Apple .metallib files get a ValueError saying so.
+
+    A .bronzelib's compiled objects are native code that runs in this process:
+    load only libraries you trust, or pass rebuild=True to ignore them and
+    build the Metal source the library carries (as compile_shader would).
     """
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
@@ -243,7 +247,9 @@ def load_metallib(source, device=None, signatures=None):
         raise TypeError(f"load_metallib needs bytes, bytearray, str or os.PathLike, got {type(source).__name__}")
     if signatures is not None and not isinstance(signatures, str):
         raise TypeError(f"signatures must be a str of CUDA declarations, got {type(signatures).__name__}")
-    return _C._load_metallib(data, device, signatures or "")
+    if not isinstance(rebuild, _builtins.bool):
+        raise TypeError(f"rebuild must be True or False, got {type(rebuild).__name__}")
+    return _C._load_metallib(data, device, signatures or "", rebuild)
 
 
 def compile_library(source, filename="shader.metal", device=None, archs=(), include_dirs=(), headers=None,

@@ -293,12 +293,13 @@ void bind_shader(nb::module_& m) {
     }
     return nb::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   });
-  m.def("_load_metallib", [](nb::bytes data, std::optional<Device> device, const std::string& signatures) {
+  m.def("_load_metallib", [](nb::bytes data, std::optional<Device> device, const std::string& signatures,
+                             bool rebuild) {
     const auto* p = static_cast<const std::uint8_t*>(data.data());
     std::vector<std::uint8_t> bytes(p, p + data.size());
     nb::gil_scoped_release g;
-    return load_metallib(bytes, device, signatures);
-  }, nb::arg("data"), nb::arg("device") = nb::none(), nb::arg("signatures") = "");
+    return load_metallib(bytes, device, signatures, rebuild);
+  }, nb::arg("data"), nb::arg("device") = nb::none(), nb::arg("signatures") = "", nb::arg("rebuild") = false);
 
   m.def("_compile_shader", [](const std::string& src, const std::string& language, std::optional<Device> device,
                               const std::string& filename, bool validate, std::vector<std::string> include_dirs,

@@ -176,7 +176,7 @@ std::shared_ptr<detail::LibraryImpl> load_unit(const Device& d, const std::strin
     for (std::size_t w = 0; matches && w + 1 < table.size(); w += 2) matches = table[w] != 0;
     if (!matches)
       throw ValueError("the compiled object does not match its source: kernel '" + ps.kernels[k].info.name +
-                       "' has another signature there; rebuild the library from its source");
+                       "' has another signature there; load it with rebuild=True to build its source instead");
     KernelInfo info = ps.kernels[k].info;
     shader::apply_layout(info, reinterpret_cast<const unsigned long long*>(table.data()));
     add_kernel(*lib, std::move(info), mk[k]);
@@ -380,9 +380,11 @@ std::vector<std::uint8_t> compile_library(const std::string& source, const Compi
 }
 
 Library load_metallib(const std::vector<std::uint8_t>& bytes, std::optional<Device> device,
-                      const std::string& signatures) {
+                      const std::string& signatures, bool rebuild) {
   Device d = runtime::resolve(device);
   if (shader::is_gpu_image(bytes.data(), bytes.size())) {
+    if (rebuild)
+      throw ValueError("rebuild=True: a raw CUDA module (cubin, PTX or fatbin) carries no source to build from");
     if (d.type != DeviceType::CUDA)
       throw NotSupportedError("a CUDA module (cubin, PTX or fatbin) loads on a CUDA device, not on " + d.str());
     return Library(load_gpu_image(d, bytes, signatures));
@@ -391,6 +393,9 @@ Library load_metallib(const std::vector<std::uint8_t>& bytes, std::optional<Devi
   shader::TranslationUnit tu;
   tu.text = f.source;
   shader::ParsedSource ps = shader::parse(tu.text, f.filename);
+  if (rebuild)
+    return Library(load_unit(d, tu.text, ps, build_module(runtime::shader_backend(d.type), tu, ps, false,
+                                                          runtime::device_impl(d).gpu_arch())));
   if (d.type == DeviceType::CUDA) return Library(load_bronzelib_cuda(d, f, tu, ps));
   runtime::ModuleObject o;
   for (const auto& [target, object] : f.objects)
@@ -403,8 +408,9 @@ Library load_metallib(const std::vector<std::uint8_t>& bytes, std::optional<Devi
   return Library(load_unit(d, tu.text, ps, o));
 }
 
-Library load_metallib_file(const std::string& path, std::optional<Device> device, const std::string& signatures) {
-  return load_metallib(read_binary(path), device, signatures);
+Library load_metallib_file(const std::string& path, std::optional<Device> device, const std::string& signatures,
+                           bool rebuild) {
+  return load_metallib(read_binary(path), device, signatures, rebuild);
 }
 
 std::vector<std::string> Library::kernel_names() const {

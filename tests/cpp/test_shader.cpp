@@ -183,7 +183,8 @@ TEST(Parser, FuzzRegressionsDoNotCrash) {
 
 // A .bronzelib whose object was built from another source than the one it
 // carries is refused: its kernels would read a value's bytes as a pointer.
-TEST(Bronzelib, AnObjectThatDoesNotMatchItsSourceIsRefused) {
+// rebuild=true ignores the object and builds the source it carries.
+TEST(Bronzelib, AnObjectThatDoesNotMatchItsSourceIsRefusedOrRebuilt) {
   auto a = bronze::compile_library("kernel void k(device float* o, constant float& v) { o[0] = v; }");
   auto b = bronze::compile_library("kernel void k(device float* o, device float* p, constant float& v) { o[0] = v; }");
   auto fa = bronze::shader::decode_library(a.data(), a.size());
@@ -197,4 +198,6 @@ TEST(Bronzelib, AnObjectThatDoesNotMatchItsSourceIsRefused) {
     EXPECT_NE(std::string(e.what()).find("does not match its source"), std::string::npos) << e.what();
   }
   EXPECT_NO_THROW(bronze::load_metallib(a, bronze::Device{bronze::DeviceType::CPU, 0}));
+  auto rebuilt = bronze::load_metallib(doctored, bronze::Device{bronze::DeviceType::CPU, 0}, "", true);
+  EXPECT_EQ(rebuilt.kernel("k").info().params.size(), 2u);  // the carried source's signature
 }

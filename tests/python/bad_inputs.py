@@ -100,6 +100,8 @@ CASES = [
     ("load_metallib(x)", "other bytes", lambda: bronze.load_metallib(b"\x00garbage"), ValueError, "not a bronze library"),
     ("load_metallib(x)", "a cubin on the CPU device", lambda: bronze.load_metallib(b"\x7fELF" + bytes(60), device="cpu"), bronze.NotSupportedError, "loads on a CUDA device"),
     ("load_metallib(x)", "a missing file", lambda: bronze.load_metallib("/nonexistent.bronzelib"), FileNotFoundError, "nonexistent"),
+    ("load_metallib(x, rebuild=r)", "an int for rebuild", lambda: bronze.load_metallib(b"BRZL", rebuild=1), TypeError, "True or False"),
+    ("load_metallib(x, rebuild=r)", "a raw CUDA module", lambda: bronze.load_metallib(b"\x7fELF" + bytes(60), rebuild=True), ValueError, "carries no source"),
     ("profiler.start(mode)", "unknown mode", lambda: bronze.profiler.start("intervals"), bronze.ProfilerError, "invalid profiler mode"),
     ("profiler.start()", "already running", _profiler_twice, bronze.ProfilerError, "already running"),
     ("profiler.stop()", "not running", lambda: bronze.profiler.stop(), bronze.ProfilerError, "not running"),

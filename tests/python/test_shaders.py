@@ -532,10 +532,11 @@ def test_load_metallib_round_trip(tmp_path):
     out = tmp_path / "k.bronzelib"
     assert main(["compile", str(src), "-o", str(out)]) == 0
     for arg in (out, str(out), out.read_bytes(), bytearray(out.read_bytes())):
-        lib = bronze.load_metallib(arg)
-        x = bronze.empty(4)
-        lib.full(x, 6.0)
-        assert x.numpy().tolist() == [6.0] * 4
+        for rebuild in (False, True):  # True: the carried source, built here
+            lib = bronze.load_metallib(arg, rebuild=rebuild)
+            x = bronze.empty(4)
+            lib.full(x, 6.0)
+            assert x.numpy().tolist() == [6.0] * 4
     with pytest.raises(TypeError):
         bronze.load_metallib(42)
     with pytest.raises(ValueError, match="Apple"):
