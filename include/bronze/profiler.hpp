@@ -14,9 +14,12 @@ namespace bronze::profiler {
 void start(const std::string& mode = "interval", bool wait_until_completed = false);
 // Waits for queued work, writes the trace and returns its path: `path`, else
 // $BRONZE_TRACE_FILE, else bronze-trace-<pid>.json in the working directory.
-// Throws Error when the profiler is not running.
+// A trace it cannot write is kept (the Error names the path): stop() again,
+// with another path, writes it; start() drops it. Throws Error when the
+// profiler is not running and no trace is kept.
 std::string stop(const std::string& path = "");
 bool is_running();
+bool has_unwritten_trace();
 
 // GPU capture: enabled by BRONZE_CAPTURE_ENABLED=1 (or MTL_CAPTURE_ENABLED=1).
 bool is_capture_enabled();

@@ -25,8 +25,10 @@ def stop(path=None):
     """Stops profiling, writes the trace and returns its path.
 
     path: where to write; default $BRONZE_TRACE_FILE, else bronze-trace-PID.json.
+    A trace that cannot be written is kept (the error names the path): call
+    stop(path=...) again to write it elsewhere; start() drops it.
     """
-    if not _C._profiler_is_running():
+    if not _C._profiler_is_running() and not _C._profiler_has_unwritten_trace():
         raise ProfilerError("profiler is not running; call start() first")
     return _C._profiler_stop("" if path is None else str(path))
 

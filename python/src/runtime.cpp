@@ -136,6 +136,7 @@ void bind_runtime(nb::module_& m) {
   m.def("_profiler_start", &profiler::start, nb::arg("mode"), nb::arg("wait_until_completed"));
   m.def("_profiler_stop", &profiler::stop, nb::arg("path") = "", release_gil());
   m.def("_profiler_is_running", &profiler::is_running);
+  m.def("_profiler_has_unwritten_trace", &profiler::has_unwritten_trace);
   m.def("_capture_enabled", &profiler::is_capture_enabled);
   m.def("_capturing", &profiler::is_capturing);
   m.def("_capture_start", &profiler::start_capture, nb::arg("path"));

@@ -29,7 +29,7 @@ void start(const std::string& mode, bool wait_until_completed) {
 }
 
 std::string stop(const std::string& path) {
-  if (!is_running()) throw Error("profiler is not running; call start() first");
+  if (!is_running()) return runtime::prof::end(path);  // a kept trace, or "not running
   // Let queued work finish so its intervals are in the trace. A failure of
   // that work is raised after the trace is written (stop is a sync point).
   std::exception_ptr failure;
@@ -46,6 +46,8 @@ std::string stop(const std::string& path) {
 }
 
 bool is_running() { return runtime::prof::active(); }
+
+bool has_unwritten_trace() { return runtime::prof::has_unwritten_trace(); }
 
 bool is_capture_enabled() {
   for (const char* var : {"BRONZE_CAPTURE_ENABLED", "MTL_CAPTURE_ENABLED"}) {

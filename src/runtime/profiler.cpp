@@ -3,8 +3,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <mutex>
 #include <set>
@@ -34,6 +36,7 @@ struct Session {
   std::vector<OpRecord> ops;
   std::vector<std::function<OpRecord()>> pending;
   std::vector<MemRecord> mem;
+  std::string unwritten;  // a trace stop() could not write, for the next stop()
 };
 Session& session() {
   static Session* s = new Session;  // outlives static destructors
@@ -98,36 +101,22 @@ void begin(Mode m) {
   s.ops.clear();
   s.pending.clear();
   s.mem.clear();
+  s.unwritten.clear();  // a new session supersedes it
   s.start_ns = now_ns();
   detail::g_active.store(true);
 }
 
-std::string end(const std::string& path_arg) {
+bool has_unwritten_trace() {
   Session& s = session();
-  std::vector<OpRecord> ops;
-  std::vector<std::function<OpRecord()>> pending;
-  std::vector<MemRecord> mem;
-  Mode m;
-  std::int64_t origin;
-  {
-    std::lock_guard<std::mutex> g(s.mu);
-    if (!active()) throw Error("profiler is not running; call start() first");
-    detail::g_active.store(false);
-    ops.swap(s.ops);
-    pending.swap(s.pending);
-    mem.swap(s.mem);
-    m = s.mode;
-    origin = s.start_ns;
-  }
-  for (auto& resolve : pending) ops.push_back(resolve());  // waits for each GPU op's end event
-  std::sort(ops.begin(), ops.end(), [](const OpRecord& a, const OpRecord& b) { return a.begin_ns < b.begin_ns; });
-  std::string path = path_arg;
-  if (path.empty()) {
-    const char* env = std::getenv("BRONZE_TRACE_FILE");
-    path = env && *env ? env : "bronze-trace-" + std::to_string(::getpid()) + ".json";
-  }
+  std::lock_guard<std::mutex> g(s.mu);
+  return !s.unwritten.empty();
+}
 
-  // Chrome trace: one process per device, one thread per stream.
+namespace {
+// Chrome trace: one process per device, one thread per stream.
+std::string render(std::vector<OpRecord>& ops, const std::vector<MemRecord>& mem, const Mode& m,
+                   std::int64_t origin) {
+  std::sort(ops.begin(), ops.end(), [](const OpRecord& a, const OpRecord& b) { return a.begin_ns < b.begin_ns; });
   std::vector<std::string> devices;
   auto pid_of = [&](const std::string& d) {
     for (std::size_t i = 0; i < devices.size(); ++i)
@@ -173,11 +162,56 @@ std::string end(const std::string& path_arg) {
     sep() << "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" << pid << ",\"tid\":" << tid
           << ",\"args\":{\"name\":\"stream " << tid << "\"}}";
   out << "]}\n";
+  return out.str();
+}
+}  // namespace
 
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) throw Error("profiler: cannot write trace file '" + path + "'");
-  f << out.str();
-  if (!f.flush()) throw Error("profiler: failed writing trace file '" + path + "'");
+std::string end(const std::string& path_arg) {
+  Session& s = session();
+  std::vector<OpRecord> ops;
+  std::vector<std::function<OpRecord()>> pending;
+  std::vector<MemRecord> mem;
+  Mode m;
+  std::int64_t origin = 0;
+  std::string trace;
+  {
+    std::lock_guard<std::mutex> g(s.mu);
+    if (active()) {
+      detail::g_active.store(false);
+      ops.swap(s.ops);
+      pending.swap(s.pending);
+      mem.swap(s.mem);
+      m = s.mode;
+      origin = s.start_ns;
+    } else if (!s.unwritten.empty()) {
+      trace.swap(s.unwritten);
+    } else {
+      throw Error("profiler is not running; call start() first");
+    }
+  }
+  if (trace.empty()) {
+    for (auto& resolve : pending) ops.push_back(resolve());  // waits for each GPU op's end event
+    trace = render(ops, mem, m, origin);
+  }
+  std::string path = path_arg;
+  if (path.empty()) {
+    const char* env = std::getenv("BRONZE_TRACE_FILE");
+    path = env && *env ? env : "bronze-trace-" + std::to_string(::getpid()) + ".json";
+  }
+  bool written;
+  {
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    written = f && f.write(trace.data(), static_cast<std::streamsize>(trace.size())) && f.flush();
+  }
+  if (!written) {
+    const int err = errno;
+    {
+      std::lock_guard<std::mutex> g(s.mu);
+      if (!active()) s.unwritten = std::move(trace);
+    }
+    throw Error("profiler: cannot write the trace to '" + path + "': " + std::strerror(err) +
+                "; it is kept: call stop(path=...) to write it elsewhere");
+  }
   return path;
 }
 

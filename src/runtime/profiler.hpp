@@ -41,8 +41,11 @@ void memory_event(const std::string& device, const char* what, std::size_t bytes
                   std::size_t allocated, std::size_t reserved);
 
 // Session control (the public API validates arguments first).
-void begin(Mode m);  // throws Error when already running
-// Returns the path written.
+void begin(Mode m);  // throws Error when already running; drops an unwritten trace
+// Writes the session's trace (or, when none runs, the trace an earlier end()
+// could not write) and returns the path. A trace that cannot be written is
+// kept for the next end() and the Error names the path.
 std::string end(const std::string& path);
+bool has_unwritten_trace();
 
 }  // namespace bronze::runtime::prof

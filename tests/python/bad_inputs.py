@@ -36,6 +36,14 @@ def _profiler_twice():
         bronze.profiler.stop(os.devnull)  # not a trace file in the working directory
 
 
+def _profiler_unwritable():
+    bronze.profiler.start()
+    try:
+        bronze.profiler.stop("/nonexistent/trace.json")
+    finally:
+        bronze.profiler.stop(os.devnull)  # the kept trace
+
+
 # (entry point, bad input, call, exception, words in the message)
 CASES = [
     ("device(spec)", "unknown device type", lambda: bronze.device("mps"), ValueError, "expected 'cpu'"),
@@ -105,6 +113,7 @@ CASES = [
     ("profiler.start(mode)", "unknown mode", lambda: bronze.profiler.start("intervals"), bronze.ProfilerError, "invalid profiler mode"),
     ("profiler.start()", "already running", _profiler_twice, bronze.ProfilerError, "already running"),
     ("profiler.stop()", "not running", lambda: bronze.profiler.stop(), bronze.ProfilerError, "not running"),
+    ("profiler.stop(path)", "a path it cannot write", _profiler_unwritable, bronze.BronzeError, "cannot write the trace to '/nonexistent/trace.json'"),
     ("Event.elapsed_time(end)", "events not recorded", lambda: bronze.Event(enable_timing=True).elapsed_time(bronze.Event(enable_timing=True)), RuntimeError, "recorded first"),
     ("Event.elapsed_time(end)", "without enable_timing", lambda: bronze.Event().elapsed_time(bronze.Event()), RuntimeError, "enable_timing=True"),
     ("host_alias(t)", "not a tensor", lambda: bronze.host_alias(np.ones(2)), TypeError, "needs a bronze.Tensor"),

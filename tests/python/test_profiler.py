@@ -47,6 +47,28 @@ def test_profile_stops_on_exception(tmp_path):
     assert (tmp_path / "x.json").exists()
 
 
+def test_a_trace_stop_cannot_write_is_kept_for_another_path(tmp_path):
+    profiler.start()
+    (bronze.rand(1 << 12) * 2).numpy()
+    bad = tmp_path / "no-such-folder" / "t.json"
+    with pytest.raises(bronze.BronzeError, match=f"cannot write the trace to '{bad}'.*stop\\(path=") as e:
+        profiler.stop(bad)
+    assert "No such file" in str(e.value)
+    assert not profiler.is_running()
+    good = tmp_path / "t.json"
+    assert profiler.stop(good) == str(good)
+    assert {"philox", "mul", "copy_d2h"} <= {ev["name"] for ev in json.loads(good.read_text())["traceEvents"]}
+    with pytest.raises(bronze.ProfilerError, match="not running"):  # written: nothing kept
+        profiler.stop(good)
+    profiler.start()
+    bronze.rand(1 << 12).numpy()
+    with pytest.raises(bronze.BronzeError):
+        profiler.stop(bad)
+    profiler.start()  # a new session drops the kept trace
+    profiler.stop(good)
+    assert "philox" not in {ev["name"] for ev in json.loads(good.read_text())["traceEvents"]}
+
+
 def test_wait_until_completed_serializes(tmp_path):
     out = tmp_path / "s.json"
     profiler.start("interval", wait_until_completed=True)
