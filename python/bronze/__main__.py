@@ -57,11 +57,30 @@ def _compile(args):
 
 
 def _read_capture(path):
-    with open(path, encoding="utf-8") as f:
-        lines = [json.loads(line) for line in f if line.strip()]
-    if not lines or lines[0].get("bronze_capture") != 1:
-        raise SystemExit(f"{path}: not a bronze capture file")
-    return lines[1:]
+    """The capture's records. A last line without its newline is a record the
+    process was writing when it died: left out, with a note."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        text = f.read()
+    lines = text.split("\n")
+    partial = lines.pop()  # "" when the file ends with its newline
+    records = []
+    for n, line in enumerate(lines, 1):
+        try:
+            r = json.loads(line)
+        except ValueError:
+            r = None
+        if not isinstance(r, dict) or (n == 1) != ("bronze_capture" in r):
+            if n == 1:
+                raise SystemExit(f"{path}: not a bronze capture file")
+            raise SystemExit(f"{path}:{n}: not a capture record")
+        records.append(r)
+    if not records or records[0]["bronze_capture"] != 1:
+        raise SystemExit(f"{path}: not a bronze capture file" if not records else
+                         f"{path}: capture format {records[0]['bronze_capture']!r}, this bronze reads 1")
+    if partial:
+        print(f"{path}: the last record is incomplete (the process stopped while writing it); left out",
+              file=sys.stderr)
+    return records[1:]
 
 
 def _show(args):

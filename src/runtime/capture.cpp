@@ -32,7 +32,7 @@ void begin(const std::string& path) {
   if (!s.file) throw Error("cannot open capture file '" + path + "'");
   s.path = path;
   s.seq = 0;
-  s.file << "{\"bronze_capture\":1}\n";
+  s.file << "{\"bronze_capture\":1}\n" << std::flush;
   detail::g_active.store(true);
 }
 
@@ -48,7 +48,7 @@ void record(const std::string& fields) {
   State& s = state();
   std::lock_guard<std::mutex> g(s.mu);
   if (!active()) return;
-  s.file << "{\"seq\":" << s.seq++ << "," << fields << "}\n";
+  s.file << "{\"seq\":" << s.seq++ << "," << fields << "}\n" << std::flush;
 }
 
 }  // namespace bronze::runtime::capture

@@ -1,6 +1,8 @@
 // Command capture: while active, every command queued on any stream is
 // appended to a capture file (JSON lines: a header, then one object per
-// command) that `bronze capture show` lists.
+// command) that `bronze capture show` lists. Each line reaches the file as it
+// is recorded, so a process that dies inside a capture leaves every command
+// queued before it (and at most one partial last line).
 #pragma once
 
 #include <atomic>

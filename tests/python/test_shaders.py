@@ -524,6 +524,37 @@ def test_capture_show_and_replay(tmp_path, monkeypatch, capsys):
     assert "replayed 1 kernel dispatches" in capsys.readouterr().out
 
 
+def test_capture_of_a_process_that_dies_inside_it_is_readable(tmp_path, capsys):
+    import os
+    import subprocess
+    import sys
+
+    from bronze.__main__ import main
+
+    cap = tmp_path / "crash.jsonl"
+    code = ("import os, sys, bronze\n"
+            "lib = bronze.compile_shader(sys.argv[2])\n"
+            "x = bronze.empty(8)\n"
+            "with bronze.profiler.metal_capture(sys.argv[1]):\n"
+            "    lib.full(x, 1.5)\n"
+            "    bronze.synchronize()\n"
+            "    os._exit(3)  # no unwinding, no close: as a crash\n")
+    r = subprocess.run([sys.executable, "-c", code, str(cap), SEED], timeout=120, capture_output=True, text=True,
+                       env=dict(os.environ, BRONZE_CAPTURE_ENABLED="1"))
+    assert r.returncode == 3, r.stderr
+    assert main(["capture", "show", str(cap)]) == 0
+    assert "kernel full" in capsys.readouterr().out
+    with open(cap, "a") as f:
+        f.write('{"seq":9,"kernel":"fu')  # died while writing a record
+    assert main(["capture", "show", str(cap)]) == 0
+    out, err = capsys.readouterr()
+    assert "1 commands" in out and "last record is incomplete" in err
+    with open(cap, "a") as f:
+        f.write('\n{"seq":10}\n')
+    with pytest.raises(SystemExit, match=r"crash.jsonl:4: not a capture record"):
+        main(["capture", "show", str(cap)])
+
+
 def test_load_metallib_round_trip(tmp_path):
     from bronze.__main__ import main
 
