@@ -56,22 +56,70 @@ def _compile(args):
     return 0
 
 
+# Each kind of capture record (told apart by its first field) and its fields' types.
+_CAPTURE_RECORDS = (
+    {"source": str, "library": str},
+    {"kernel": str, "library": str, "stream": int, "grid": list, "group": list, "args": list},
+    {"op": str, "category": str, "device": str, "stream": int},
+)
+
+
+def _hex(s):
+    try:
+        bytes.fromhex(s)
+        return True
+    except ValueError:
+        return False
+
+
+def _capture_arg_ok(a):
+    if not isinstance(a, dict):
+        return False
+    if "buffer" in a:
+        return type(a["buffer"]) is int and type(a.get("bytes")) is int and a["bytes"] >= 0 and isinstance(
+            a.get("dtype"), str)
+    return isinstance(a.get("bytes_hex"), str) and _hex(a["bytes_hex"])
+
+
+def _capture_record_ok(r, libraries):
+    """True for a well-formed record; a kernel's library must come before it."""
+    if type(r.get("seq")) is not int:
+        return False
+    for fields in _CAPTURE_RECORDS:
+        if next(iter(fields)) in r:
+            break
+    else:
+        return False
+    if not all(type(r.get(k)) is t for k, t in fields.items()):
+        return False
+    if "source" in r:
+        libraries.add(r["library"])
+    elif "kernel" in r:
+        return (r["library"] in libraries and len(r["grid"]) == len(r["group"]) == 3
+                and all(type(v) is int and v >= 0 for v in r["grid"] + r["group"])
+                and all(_capture_arg_ok(a) for a in r["args"]))
+    return True
+
+
 def _read_capture(path):
     """The capture's records. A last line without its newline is a record the
     process was writing when it died: left out, with a note."""
-    with open(path, encoding="utf-8", errors="replace") as f:
-        text = f.read()
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError as e:
+        raise SystemExit(f"{path}: {e.strerror}") from None
     lines = text.split("\n")
     partial = lines.pop()  # "" when the file ends with its newline
-    records = []
+    records, libraries = [], set()
     for n, line in enumerate(lines, 1):
         try:
             r = json.loads(line)
         except ValueError:
             r = None
-        if not isinstance(r, dict) or (n == 1) != ("bronze_capture" in r):
-            if n == 1:
-                raise SystemExit(f"{path}: not a bronze capture file")
+        if n == 1 and not (isinstance(r, dict) and "bronze_capture" in r):
+            raise SystemExit(f"{path}: not a bronze capture file")
+        if n > 1 and not (isinstance(r, dict) and _capture_record_ok(r, libraries)):
             raise SystemExit(f"{path}:{n}: not a capture record")
         records.append(r)
     if not records or records[0]["bronze_capture"] != 1:

@@ -32,7 +32,6 @@ struct LibraryImpl {
   std::vector<int> max_threads;      // per kernel: threads per threadgroup it can launch with
   std::vector<const void*> entries;  // the backend's function per kernel
   bool launch_record = true;         // entries take bronze's launch record (Metal); CUDA C++ kernels do not
-  bool captured = false;             // source written to the running capture
   // Empty: bound to `device`. Weak: the family owns its builds, and the
   // process's library cache owns the family.
   std::weak_ptr<LibraryFamily> family;

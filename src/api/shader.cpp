@@ -46,10 +46,9 @@ std::string join_names(const detail::LibraryImpl& lib) {
 // grid, group and every argument's buffer identity and size or scalar bytes.
 void capture_dispatch(detail::LibraryImpl& lib, const KernelInfo& ki, const runtime::KernelLaunch& l,
                       const std::vector<KernelArg>& args, std::uint64_t stream) {
-  if (!lib.captured) {
-    runtime::capture::record("\"library\":" + runtime::json_quote(lib.hash) + ",\"source\":" + runtime::json_quote(lib.source));
-    lib.captured = true;
-  }
+  runtime::capture::record_once(lib.hash, [&] {
+    return "\"library\":" + runtime::json_quote(lib.hash) + ",\"source\":" + runtime::json_quote(lib.source);
+  });
   std::string a;
   static const char* hexd = "0123456789abcdef";
   for (std::size_t i = 0; i < args.size(); ++i) {

@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <mutex>
+#include <unordered_set>
 
 #include "bronze/error.hpp"
 #include "runtime/json_util.hpp"
@@ -17,6 +18,7 @@ struct State {
   std::ofstream file;
   std::string path;
   std::uint64_t seq = 0;
+  std::unordered_set<std::string> seen;  // record_once keys of this capture
 };
 State& state() {
   static State* s = new State;
@@ -32,6 +34,7 @@ void begin(const std::string& path) {
   if (!s.file) throw Error("cannot open capture file '" + path + "'");
   s.path = path;
   s.seq = 0;
+  s.seen.clear();
   s.file << "{\"bronze_capture\":1}\n" << std::flush;
   detail::g_active.store(true);
 }
@@ -44,11 +47,22 @@ void end() {
   s.file.close();
 }
 
+namespace {
+void write(State& s, const std::string& fields) {
+  s.file << "{\"seq\":" << s.seq++ << "," << fields << "}\n" << std::flush;
+}
+}  // namespace
+
 void record(const std::string& fields) {
   State& s = state();
   std::lock_guard<std::mutex> g(s.mu);
-  if (!active()) return;
-  s.file << "{\"seq\":" << s.seq++ << "," << fields << "}\n" << std::flush;
+  if (active()) write(s, fields);
+}
+
+void record_once(const std::string& key, const std::function<std::string()>& fields) {
+  State& s = state();
+  std::lock_guard<std::mutex> g(s.mu);
+  if (active() && s.seen.insert(key).second) write(s, fields());
 }
 
 }  // namespace bronze::runtime::capture

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <string>
 
 namespace bronze::runtime::capture {
@@ -19,5 +20,8 @@ void begin(const std::string& path);  // throws Error when one runs already
 void end();                           // throws Error when none runs
 // `fields` is the inside of a JSON object (`"k":v,...`) describing the command.
 void record(const std::string& fields);
+// Records `fields()` the first time `key` is seen in this capture (a
+// library's source, before the first command that uses it).
+void record_once(const std::string& key, const std::function<std::string()>& fields);
 
 }  // namespace bronze::runtime::capture

@@ -522,6 +522,10 @@ def test_capture_show_and_replay(tmp_path, monkeypatch, capsys):
     assert "kernel full" in out and "grid (32, 1, 1)" in out and "0x00002040" in out  # 2.5f
     assert main(["capture", "replay", str(cap)]) == 0
     assert "replayed 1 kernel dispatches" in capsys.readouterr().out
+    with bronze.profiler.metal_capture(cap):  # a second capture carries the library's source again
+        lib.full(x, 3.5)
+    assert main(["capture", "replay", str(cap)]) == 0
+    assert "replayed 1 kernel dispatches" in capsys.readouterr().out
 
 
 def test_capture_of_a_process_that_dies_inside_it_is_readable(tmp_path, capsys):
@@ -553,6 +557,49 @@ def test_capture_of_a_process_that_dies_inside_it_is_readable(tmp_path, capsys):
         f.write('\n{"seq":10}\n')
     with pytest.raises(SystemExit, match=r"crash.jsonl:4: not a capture record"):
         main(["capture", "show", str(cap)])
+
+
+def test_capture_reader_refuses_damaged_files_cleanly(tmp_path, monkeypatch, capsys):
+    """Seeded mutations of a real capture: `capture show` lists it or exits
+    with a message; no other exception."""
+    import random
+
+    from bronze.__main__ import main
+
+    monkeypatch.setenv("BRONZE_CAPTURE_ENABLED", "1")
+    lib = bronze.compile_shader(SEED)
+    x = bronze.empty(4)
+    good = tmp_path / "good.jsonl"
+    with bronze.profiler.metal_capture(good):
+        lib.full(x, 1.0)
+        x + 1
+    data = good.read_bytes()
+    rng = random.Random(1234)
+    damaged = tmp_path / "damaged.jsonl"
+    outcomes = set()
+    for _ in range(400):
+        b = bytearray(data)
+        for _ in range(rng.randint(1, 4)):
+            i = rng.randrange(len(b))
+            op = rng.randrange(4)
+            if op == 0:
+                b[i] = rng.randrange(256)
+            elif op == 1:
+                del b[i:i + rng.randint(1, 20)]
+            elif op == 2:
+                b[i:i] = rng.choice([b'"', b"{", b"}", b"[", b"]", b",", b"\n", b"-1", b"null", b"1e400", b"\xff"])
+            else:
+                j = rng.randrange(len(b))
+                b[i:i] = b[j:j + rng.randint(1, 40)]
+        damaged.write_bytes(bytes(b))
+        try:
+            outcomes.add(main(["capture", "show", str(damaged)]))
+        except SystemExit as e:
+            outcomes.add(type(e.code).__name__)
+        capsys.readouterr()
+    assert outcomes >= {0, "str"}  # some still list, some are refused
+    with pytest.raises(SystemExit, match="No such file"):
+        main(["capture", "show", str(tmp_path / "missing.jsonl")])
 
 
 def test_load_metallib_round_trip(tmp_path):
