@@ -29,7 +29,7 @@ void start(const std::string& mode, bool wait_until_completed) {
 }
 
 std::string stop(const std::string& path) {
-  if (!is_running()) return runtime::prof::end(path);  // a kept trace, or "not running
+  if (!is_running()) return runtime::prof::end(path);  // writes a kept trace, or throws: not running
   // Let queued work finish so its intervals are in the trace. A failure of
   // that work is raised after the trace is written (stop is a sync point).
   std::exception_ptr failure;
