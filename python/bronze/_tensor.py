@@ -77,7 +77,7 @@ def _to(self, *args, dtype=None, device=None):
     if dtype is not None:
         t = t._to_dtype(as_dtype(dtype))
     if device is not None:
-        t = t._to_device(device if isinstance(device, _C.device) else _C.device(str(device)))
+        t = t._to_device(device)
     return t
 
 

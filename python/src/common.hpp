@@ -3,8 +3,12 @@
 
 #include <nanobind/nanobind.h>
 
+#include <optional>
+#include <string>
+
 #include "bronze/device.hpp"
 #include "bronze/dtype.hpp"
+#include "bronze/error.hpp"
 
 namespace bronze::py {
 namespace nb = nanobind;
@@ -20,3 +24,32 @@ void bind_shader(nb::module_& m);
 void release_from_any_thread(PyObject* obj);
 
 }  // namespace bronze::py
+
+namespace nanobind::detail {
+// A device argument: a bronze.device, a str such as "cuda:0", or None. A bad
+// string raises the parser's ValueError and any other type a short
+// TypeError, rather than nanobind's list of signatures (and its stderr note
+// on a failed implicit conversion).
+template <>
+struct type_caster<std::optional<bronze::Device>> {
+  NB_TYPE_CASTER(std::optional<bronze::Device>, const_name("bronze.device | str | None"))
+
+  bool from_python(handle src, uint8_t, cleanup_list*) {
+    if (src.is_none()) {
+      value = std::nullopt;
+    } else if (nanobind::isinstance<bronze::Device>(src)) {
+      value = nanobind::cast<bronze::Device>(src);
+    } else if (PyUnicode_Check(src.ptr())) {
+      value = bronze::Device::parse(nanobind::cast<std::string>(src));
+    } else {
+      throw bronze::TypeError(("device must be a bronze.device, a str such as 'cpu' or 'cuda:0', or None; got " +
+                                  std::string(Py_TYPE(src.ptr())->tp_name)));
+    }
+    return true;
+  }
+  static handle from_cpp(const std::optional<bronze::Device>& d, rv_policy p, cleanup_list* c) noexcept {
+    if (!d) return none().release();
+    return make_caster<bronze::Device>::from_cpp(*d, p, c);
+  }
+};
+}  // namespace nanobind::detail

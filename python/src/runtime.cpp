@@ -6,6 +6,7 @@
 
 #include "bronze/event.hpp"
 #include "bronze/memory.hpp"
+#include "bronze/error.hpp"
 #include "bronze/profiler.hpp"
 #include "bronze/random.hpp"
 #include "bronze/stream.hpp"
@@ -81,7 +82,10 @@ void bind_runtime(nb::module_& m) {
   m.def("devices", &devices);
   m.def("cuda_status", &cuda_status, "Why CUDA is or is not available.");
   m.def("current_device", &current_device);
-  m.def("set_device", &set_device, nb::arg("device"));
+  m.def("set_device", [](OptDevice d) {
+    if (!d) throw TypeError("set_device needs a device, got None");
+    set_device(*d);
+  }, nb::arg("device"));
   m.def("get_device_properties", &get_device_properties, nb::arg("device") = nb::none());
   m.def("synchronize", &synchronize, nb::arg("device") = nb::none(), release_gil());
 
@@ -101,7 +105,11 @@ void bind_runtime(nb::module_& m) {
   m.def("set_stream", &Stream::set_current, nb::arg("stream"));
 
   nb::class_<Event>(m, "Event", "A point in a stream; with enable_timing, a timestamp.")
-      .def(nb::init<bool>(), nb::arg("enable_timing") = false)
+      .def("__init__", [](Event* e, nb::handle enable_timing) {
+        if (!PyBool_Check(enable_timing.ptr()))
+          throw TypeError(std::string("enable_timing must be True or False, got ") + Py_TYPE(enable_timing.ptr())->tp_name);
+        new (e) Event(enable_timing.ptr() == Py_True);
+      }, nb::arg("enable_timing") = false)
       .def("record", &Event::record, nb::arg("stream") = nb::none())
       .def("wait", &Event::wait, nb::arg("stream") = nb::none())
       .def("query", &Event::query)

@@ -203,6 +203,23 @@ nb::tuple to_tuple(const Shape& s) {
   for (auto v : s) l.append(v);
   return nb::tuple(l);
 }
+// A shape as torch takes it: ints as separate arguments, or one tuple or
+// list of them; a short TypeError for anything else.
+Shape shape_arg(const nb::args& size) {
+  nb::handle dims = size;
+  if (size.size() == 1 && (PyTuple_Check(size[0].ptr()) || PyList_Check(size[0].ptr()))) dims = size[0];
+  Shape shape;
+  for (nb::handle d : dims) {
+    if (!PyLong_Check(d.ptr()) || PyBool_Check(d.ptr()))
+      throw TypeError(std::string("shape entries must be ints, got ") + Py_TYPE(d.ptr())->tp_name);
+    int overflow = 0;
+    const long long n = PyLong_AsLongLongAndOverflow(d.ptr(), &overflow);
+    if (overflow) throw ValueError("shape entry " + nb::cast<std::string>(nb::str(d)) + " is out of range");
+    shape.push_back(n);
+  }
+  return shape;
+}
+
 }  // namespace
 
 void bind_tensor(nb::module_& m) {
@@ -244,21 +261,39 @@ void bind_tensor(nb::module_& m) {
       .def("is_host_visible", &Tensor::is_host_visible)
       .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<std::uintptr_t>(t.data_ptr()); })
       .def("storage_offset", &Tensor::storage_offset)
-      .def("reshape", [](const Tensor& t, const Shape& s) { return t.reshape(s); }, nb::arg("shape"))
-      .def("view", [](const Tensor& t, const Shape& s) {
+      .def("reshape", [](const Tensor& t, const nb::args& shape) { return t.reshape(shape_arg(shape)); })
+      .def("view", [](const Tensor& t, const nb::args& shape) {
         if (!t.is_contiguous()) throw ValueError("view() needs a contiguous tensor; use reshape()");
-        return t.reshape(s);
-      }, nb::arg("shape"))
+        return t.reshape(shape_arg(shape));
+      })
       .def("t", &Tensor::t)
       .def_prop_ro("T", &Tensor::t)
       .def("contiguous", &Tensor::contiguous)
       .def("clone", &Tensor::clone)
-      .def("_to_device", [](const Tensor& t, const Device& d) { return t.to(d); })
+      .def("_to_device", [](const Tensor& t, OptDevice d) { return t.to(d.value_or(t.device())); })
       .def("_to_dtype", [](const Tensor& t, DType d) { return t.to(d); })
       .def("copy_", &Tensor::copy_, nb::arg("src"), nb::rv_policy::none)
-      .def("fill_", [](Tensor& t, bool v) -> Tensor& { return t.fill_(v); }, nb::rv_policy::none)
-      .def("fill_", [](Tensor& t, std::int64_t v) -> Tensor& { return t.fill_(v); }, nb::rv_policy::none)
-      .def("fill_", [](Tensor& t, double v) -> Tensor& { return t.fill_(v); }, nb::rv_policy::none)
+      .def("fill_", [](Tensor& t, nb::handle v) -> Tensor& {
+        if (PyBool_Check(v.ptr())) return t.fill_(v.ptr() == Py_True);
+        if (PyIndex_Check(v.ptr())) {  // int and NumPy integers, exactly
+          nb::object i = nb::steal(PyNumber_Index(v.ptr()));
+          int overflow = 0;
+          const long long n = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+          if (!overflow) return t.fill_(static_cast<std::int64_t>(n));
+          const double d = PyLong_AsDouble(i.ptr());  // past int64: a float tensor may still hold it
+          if (d == -1.0 && PyErr_Occurred()) {
+            PyErr_Clear();
+            throw ValueError("fill_ value " + nb::cast<std::string>(nb::str(v)) + " is out of range");
+          }
+          return t.fill_(d);
+        }
+        const double d = PyFloat_AsDouble(v.ptr());  // float, or anything with __float__
+        if (d == -1.0 && PyErr_Occurred()) {
+          PyErr_Clear();
+          throw TypeError(std::string("fill_ takes a number, got ") + Py_TYPE(v.ptr())->tp_name);
+        }
+        return t.fill_(d);
+      }, nb::arg("value"), nb::rv_policy::none)
       .def("zero_", &Tensor::zero_, nb::rv_policy::none)
       .def("uniform_", &Tensor::uniform_, nb::arg("from_") = 0.0, nb::arg("to") = 1.0, nb::rv_policy::none)
       .def("normal_", &Tensor::normal_, nb::arg("mean") = 0.0, nb::arg("std") = 1.0, nb::rv_policy::none)
@@ -301,14 +336,7 @@ void bind_tensor(nb::module_& m) {
   // empty(*size, dtype=None, device=None) parsed here: it is the allocation
   // hot path, and a Python wrapper would triple its cost.
   m.def("empty", [](nb::args size, nb::handle dtype, std::optional<Device> device, bool host_visible) {
-    nb::handle dims = size;
-    if (size.size() == 1 && (PyTuple_Check(size[0].ptr()) || PyList_Check(size[0].ptr()))) dims = size[0];
-    Shape shape;
-    for (nb::handle d : dims) {
-      if (!PyLong_Check(d.ptr()) || PyBool_Check(d.ptr()))
-        throw TypeError(std::string("shape entries must be ints, got ") + Py_TYPE(d.ptr())->tp_name);
-      shape.push_back(nb::cast<std::int64_t>(d));
-    }
+    Shape shape = shape_arg(size);
     DType t = DType::Float32;
     if (!dtype.is_none()) {
       static nb::handle as_dtype = nb::object(nb::module_::import_("bronze._tensor").attr("as_dtype")).release();
