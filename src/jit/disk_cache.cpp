@@ -175,7 +175,8 @@ DiskCache::DiskCache() {
   dir_ = dir;
   enabled_ = true;
   if (::access(dir.c_str(), W_OK) != 0) {
-    degrade(std::string("not writable: ") + std::strerror(errno));
+    const int err = errno;
+    degrade(std::string("not writable: ") + std::strerror(err));
     return;
   }
   remove_stale_builds(dir);
@@ -191,14 +192,15 @@ std::string DiskCache::status() const {
 }
 
 void DiskCache::degrade(const std::string& why) {
-  std::string msg;
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    if (!writable_.exchange(false)) return;  // said once
-    status_ = dir_ + " (read-only, " + why + "; entries are still used, new builds go to private folders under " +
-              temp_base() + ")";
-    msg = "bronze: the compile cache " + status_;
-  }
+  std::lock_guard<std::mutex> g(mu_);
+  if (!writable_.exchange(false)) return;  // the first reason stands
+  status_ = dir_ + " (read-only, " + why + "; entries are still used, new builds go to private folders under " +
+            temp_base() + ")";
+}
+
+void DiskCache::warn_once() {
+  if (warned_.exchange(true)) return;
+  const std::string msg = "bronze: the compile cache " + status();
   if (WarningHandler h = g_warning_handler.load()) h(msg);
   else std::cerr << msg << std::endl;
 }
@@ -248,6 +250,7 @@ std::string DiskCache::store(const std::string& key, const std::string& suffix, 
     if (::truncate(tmp_path.c_str(), static_cast<off_t>(data.size())) != 0)
       throw Error("compile cache: cannot restore " + tmp_path + ": " + std::strerror(errno));
     degrade(std::string(written ? "cannot rename into it: " : "cannot write it: ") + std::strerror(err));
+    warn_once();
     return tmp_path;
   }
   {
@@ -268,8 +271,10 @@ std::string DiskCache::make_work_dir() {
   if (writable()) {
     std::string d = make_build_dir(dir_);
     if (!d.empty()) return d;
-    degrade(std::string("cannot create a build folder in it: ") + std::strerror(errno));
+    const int err = errno;
+    degrade(std::string("cannot create a build folder in it: ") + std::strerror(err));
   }
+  if (enabled_) warn_once();
   const std::string base = temp_base();
   std::string d = make_build_dir(base);
   if (d.empty()) throw Error("cannot create a build directory under " + base + ": " + std::strerror(errno));

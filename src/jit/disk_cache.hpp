@@ -51,9 +51,13 @@ class DiskCache {
  private:
   DiskCache();
   void trim(const std::string& keep);  // oldest entries first, never `keep`
-  void degrade(const std::string& why);  // stop writing, say so once
+  void degrade(const std::string& why);  // stop writing, keep serving hits
+  // Says so, once, when a build first goes elsewhere: never from the
+  // constructor, where a handler taking the GIL could deadlock with a thread
+  // that holds it and waits for instance().
+  void warn_once();
   bool enabled_ = false;
-  std::atomic<bool> writable_{true};
+  std::atomic<bool> writable_{true}, warned_{false};
   bool owned_ = false;  // the folder carries bronze's CACHEDIR.TAG: only then is it trimmed
   std::string dir_, status_;
   unsigned long long max_bytes_;
