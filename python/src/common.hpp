@@ -3,6 +3,7 @@
 
 #include <nanobind/nanobind.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -23,6 +24,18 @@ void bind_shader(nb::module_& m);
 // must never wait for the GIL, or synchronize() could deadlock with it).
 void release_from_any_thread(PyObject* obj);
 
+// Arguments taken as handles so that a wrong type is a short TypeError naming
+// `what` and the expected type, not nanobind's list of signatures.
+template <typename T>
+T& class_arg(nb::handle h, const char* what, const char* expected) {
+  T* p = nullptr;
+  if (!nb::try_cast<T*>(h, p) || !p)
+    throw TypeError(std::string(what) + " must be " + expected + ", got " + Py_TYPE(h.ptr())->tp_name);
+  return *p;
+}
+double number_arg(nb::handle h, const char* what);       // a real number (not a bool)
+std::int64_t integer_arg(nb::handle h, const char* what);  // an int or NumPy integer (not a bool), range-checked
+
 }  // namespace bronze::py
 
 namespace nanobind::detail {
@@ -42,8 +55,8 @@ struct type_caster<std::optional<bronze::Device>> {
     } else if (PyUnicode_Check(src.ptr())) {
       value = bronze::Device::parse(nanobind::cast<std::string>(src));
     } else {
-      throw bronze::TypeError(("device must be a bronze.device, a str such as 'cpu' or 'cuda:0', or None; got " +
-                                  std::string(Py_TYPE(src.ptr())->tp_name)));
+      throw bronze::TypeError(std::string("device must be a bronze.device, a str such as 'cpu' or 'cuda:0', or "
+                                          "None; got ") + Py_TYPE(src.ptr())->tp_name);
     }
     return true;
   }

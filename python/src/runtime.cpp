@@ -102,7 +102,8 @@ void bind_runtime(nb::module_& m) {
       });
   m.def("current_stream", &Stream::current, nb::arg("device") = nb::none());
   m.def("default_stream", &Stream::default_stream, nb::arg("device") = nb::none());
-  m.def("set_stream", &Stream::set_current, nb::arg("stream"));
+  m.def("set_stream", [](nb::handle s) { Stream::set_current(class_arg<Stream>(s, "set_stream(s)", "a bronze.Stream")); },
+        nb::arg("stream"));
 
   nb::class_<Event>(m, "Event", "A point in a stream; with enable_timing, a timestamp.")
       .def("__init__", [](Event* e, nb::handle enable_timing) {

@@ -272,7 +272,9 @@ void bind_tensor(nb::module_& m) {
       .def("clone", &Tensor::clone)
       .def("_to_device", [](const Tensor& t, OptDevice d) { return t.to(d.value_or(t.device())); })
       .def("_to_dtype", [](const Tensor& t, DType d) { return t.to(d); })
-      .def("copy_", &Tensor::copy_, nb::arg("src"), nb::rv_policy::none)
+      .def("copy_", [](Tensor& t, nb::handle src) -> Tensor& {
+        return t.copy_(class_arg<Tensor>(src, "copy_(src)", "a bronze.Tensor"));
+      }, nb::arg("src"), nb::rv_policy::none)
       .def("fill_", [](Tensor& t, nb::handle v) -> Tensor& {
         if (PyBool_Check(v.ptr())) return t.fill_(v.ptr() == Py_True);
         if (PyIndex_Check(v.ptr())) {  // int and NumPy integers, exactly
@@ -295,10 +297,19 @@ void bind_tensor(nb::module_& m) {
         return t.fill_(d);
       }, nb::arg("value"), nb::rv_policy::none)
       .def("zero_", &Tensor::zero_, nb::rv_policy::none)
-      .def("uniform_", &Tensor::uniform_, nb::arg("from_") = 0.0, nb::arg("to") = 1.0, nb::rv_policy::none)
-      .def("normal_", &Tensor::normal_, nb::arg("mean") = 0.0, nb::arg("std") = 1.0, nb::rv_policy::none)
-      .def("random_", &Tensor::random_, nb::arg("low"), nb::arg("high"), nb::rv_policy::none)
-      .def("record_stream", &Tensor::record_stream, nb::arg("stream"))
+      .def("uniform_", [](Tensor& t, nb::handle from, nb::handle to) -> Tensor& {
+        return t.uniform_(number_arg(from, "uniform_(from_)"), number_arg(to, "uniform_(to)"));
+      }, nb::arg("from_") = 0.0, nb::arg("to") = 1.0, nb::rv_policy::none)
+      .def("normal_", [](Tensor& t, nb::handle mean, nb::handle std) -> Tensor& {
+        return t.normal_(number_arg(mean, "normal_(mean)"), number_arg(std, "normal_(std)"));
+      }, nb::arg("mean") = 0.0, nb::arg("std") = 1.0, nb::rv_policy::none)
+      .def("random_", [](Tensor& t, nb::handle low, nb::handle high) -> Tensor& {
+        if (high.is_none()) return t.random_(0, integer_arg(low, "random_(to)"));  // torch's random_(to): [0, to)
+        return t.random_(integer_arg(low, "random_(from)"), integer_arg(high, "random_(to)"));
+      }, nb::arg("low"), nb::arg("high") = nb::none(), nb::rv_policy::none)
+      .def("record_stream", [](const Tensor& t, nb::handle s) {
+        t.record_stream(class_arg<Stream>(s, "record_stream(stream)", "a bronze.Stream"));
+      }, nb::arg("stream"))
       .def("item", &Tensor::item, release_gil())
       .def("numpy", &to_numpy)
       .def("_dlpack_array", &export_array)
@@ -332,7 +343,9 @@ void bind_tensor(nb::module_& m) {
   cls.def("__imul__", [](Tensor& a, const Tensor& b) -> Tensor& { return a.copy_(mul(a, b)); }, nb::rv_policy::none);
   cls.def("__imul__", [](Tensor& a, double b) -> Tensor& { return a.copy_(mul(a, Scalar(b))); }, nb::rv_policy::none);
 
-  m.def("mm", &mm, nb::arg("a"), nb::arg("b"));
+  m.def("mm", [](nb::handle a, nb::handle b) {
+    return mm(class_arg<Tensor>(a, "mm(a, b): a", "a bronze.Tensor"), class_arg<Tensor>(b, "mm(a, b): b", "a bronze.Tensor"));
+  }, nb::arg("a"), nb::arg("b"));
   // empty(*size, dtype=None, device=None) parsed here: it is the allocation
   // hot path, and a Python wrapper would triple its cost.
   m.def("empty", [](nb::args size, nb::handle dtype, std::optional<Device> device, bool host_visible) {

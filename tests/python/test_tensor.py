@@ -118,6 +118,8 @@ def test_random_ops():
     assert abs(u.mean() - 0.5) < 0.02
     r = bronze.randint(3, 9, (5000,)).numpy()
     assert r.min() == 3 and r.max() == 8
+    to = bronze.empty(5000, dtype=bronze.int32).random_(4).numpy()  # torch's random_(to): [0, to)
+    assert to.min() == 0 and to.max() == 3
     n = bronze.empty(50000, dtype=bronze.float64).normal_(2.0, 3.0).numpy()
     assert abs(n.mean() - 2) < 0.05 and abs(n.std() - 3) < 0.05
     b = bronze.randn(1000, dtype=bronze.bfloat16)
