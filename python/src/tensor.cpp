@@ -203,6 +203,16 @@ nb::tuple to_tuple(const Shape& s) {
   for (auto v : s) l.append(v);
   return nb::tuple(l);
 }
+// A dimension index in [-ndim, ndim), as torch takes it; IndexError past it.
+std::size_t dim_arg(nb::handle h, std::size_t ndim, const char* what) {
+  const std::int64_t d = integer_arg(h, what);
+  const auto n = static_cast<std::int64_t>(ndim);
+  if (d < -n || d >= n)
+    throw nb::index_error((std::string(what) + ": dimension " + std::to_string(d) + " is out of range for a " +
+                           std::to_string(n) + "-d tensor").c_str());
+  return static_cast<std::size_t>(d < 0 ? d + n : d);
+}
+
 // A shape as torch takes it: ints as separate arguments, or one tuple or
 // list of them; a short TypeError for anything else.
 Shape shape_arg(const nb::args& size) {
@@ -244,8 +254,15 @@ void bind_tensor(nb::module_& m) {
 
   nb::class_<Tensor> cls(m, "Tensor", "A strided array in bronze device memory.");
   cls.def_prop_ro("shape", [](const Tensor& t) { return to_tuple(t.shape()); })
-      .def("size", [](const Tensor& t) { return to_tuple(t.shape()); })
-      .def("stride", [](const Tensor& t) { return to_tuple(t.strides()); })
+      // size()/stride() as a tuple, size(dim)/stride(dim) as one int (dim may be negative), as in torch.
+      .def("size", [](const Tensor& t, nb::handle dim) -> nb::object {
+        if (dim.is_none()) return to_tuple(t.shape());
+        return nb::int_(t.shape()[dim_arg(dim, t.dim(), "size(dim)")]);
+      }, nb::arg("dim") = nb::none())
+      .def("stride", [](const Tensor& t, nb::handle dim) -> nb::object {
+        if (dim.is_none()) return to_tuple(t.strides());
+        return nb::int_(t.strides()[dim_arg(dim, t.dim(), "stride(dim)")]);
+      }, nb::arg("dim") = nb::none())
       .def_prop_ro("dtype", &Tensor::dtype)
       .def_prop_ro("device", &Tensor::device)
       .def_prop_ro("ndim", &Tensor::dim)

@@ -72,6 +72,8 @@ CASES = [
     ("Tensor.view(*shape)", "a float", lambda: bronze.ones(4).view(2.0, 2), TypeError, "shape entries must be ints"),
     ("Tensor.reshape(*shape)", "past int64", lambda: bronze.ones(4).reshape(2**70), ValueError, "out of range"),
     ("Tensor.copy_(src)", "an int", lambda: bronze.ones(2).copy_(5), TypeError, "must be a bronze.Tensor"),
+    ("Tensor.size(dim)", "past the last dimension", lambda: bronze.ones(2, 3).size(2), IndexError, "dimension 2 is out of range for a 2-d tensor"),
+    ("Tensor.stride(dim)", "a str", lambda: bronze.ones(2).stride("a"), TypeError, "must be an int"),
     ("mm(a, b)", "an int", lambda: bronze.mm(bronze.ones(2, 2), 5), TypeError, "b must be a bronze.Tensor"),
     ("Tensor.normal_(mean, std)", "a str", lambda: bronze.ones(2).normal_("a"), TypeError, "must be a number"),
     ("Tensor.random_(from, to)", "past int64", lambda: bronze.ones(2, dtype=bronze.int64).random_(0, 2**70), ValueError, "does not fit in int64"),

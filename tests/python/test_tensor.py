@@ -88,6 +88,7 @@ def test_dlpack_round_trip():
     strided = np.arange(12, dtype=np.float64).reshape(3, 4)[:, ::2]
     s = bronze.asarray(strided)
     assert s.stride() == (4, 2)
+    assert (s.stride(0), s.stride(-1), s.size(0), s.size(-1)) == (4, 2, 3, 2)  # torch's size(dim)/stride(dim)
     np.testing.assert_array_equal(s.numpy(), strided)
     with pytest.raises(TypeError):
         bronze.from_dlpack([1, 2])
