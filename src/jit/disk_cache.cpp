@@ -1,7 +1,6 @@
 #include "jit/disk_cache.hpp"
 
 #include <dirent.h>
-#include <ftw.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,11 +13,11 @@
 #include <ctime>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 #include <vector>
 
 #include "bronze/error.hpp"
 #include "jit/env_size.hpp"
+#include "jit/files.hpp"
 #include "jit/sha256.hpp"
 
 namespace bronze::jit {
@@ -37,11 +36,6 @@ std::atomic<DiskCache::WarningHandler> g_warning_handler{nullptr};
 std::string temp_base() {
   const char* t = std::getenv("TMPDIR");
   return t && *t ? t : "/tmp";
-}
-
-int remove_entry(const char* path, const struct stat*, int, FTW*) {
-  ::remove(path);
-  return 0;
 }
 
 // Removes the build folders in `dir` whose process is gone. Only the user's
@@ -68,7 +62,7 @@ void remove_stale_builds(const std::string& dir) {
     if (gone) stale.push_back(p);
   }
   ::closedir(d);
-  for (const auto& p : stale) ::nftw(p.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  for (const auto& p : stale) remove_tree(p);
 }
 
 // A private build folder under `base`, named for this process; empty if it cannot be made.
@@ -92,13 +86,7 @@ bool entry_name(const std::string& n) {
 // Marks a folder holding nothing but bronze's files (empty, or a cache of an
 // older bronze) as bronze's; true if it is (now) marked.
 bool own_folder(const std::string& dir) {
-  std::string tag;
-  std::ifstream in(dir + "/" + kTagName);
-  if (in) {
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str().find("bronze") != std::string::npos;
-  }
+  if (std::string tag; read_file(dir + "/" + kTagName, tag)) return tag.find("bronze") != std::string::npos;
   DIR* d = ::opendir(dir.c_str());
   if (!d) return false;
   bool ours = true;
@@ -125,14 +113,6 @@ bool mkdirs(const std::string& path) {
   return true;
 }
 
-bool read_file(const std::string& path, std::string& out) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return false;
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  out = ss.str();
-  return true;
-}
 }  // namespace
 
 DiskCache& DiskCache::instance() {

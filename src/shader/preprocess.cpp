@@ -1,6 +1,5 @@
 #include "shader/preprocess.hpp"
 
-#include <ftw.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,10 +8,10 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
-#include <sstream>
 
 #include "bronze/error.hpp"
 #include "jit/disk_cache.hpp"
+#include "jit/files.hpp"
 #include "jit/host_compiler.hpp"
 #include "shader/diagnostics.hpp"
 #include "shader/parser.hpp"
@@ -42,20 +41,6 @@ void write_file(const std::string& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   f << text;
   if (!f.flush()) throw Error("cannot write " + path);
-}
-
-bool read_file(const std::string& path, std::string& out) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return false;
-  std::stringstream ss;
-  ss << f.rdbuf();
-  out = ss.str();
-  return true;
-}
-
-void remove_tree(const std::string& dir) {
-  ::nftw(dir.c_str(), [](const char* p, const struct stat*, int, struct FTW*) { return ::remove(p); }, 16,
-         FTW_DEPTH | FTW_PHYS);
 }
 
 std::string absolute(const std::string& path) {
@@ -242,7 +227,7 @@ TranslationUnit preprocess(const std::string& source, const SourceOptions& o) {
     }
     r = jit::run_preprocessor(work, base, flags);
   } catch (...) {
-    remove_tree(work);
+    jit::remove_tree(work);
     throw;
   }
 
@@ -285,7 +270,7 @@ TranslationUnit preprocess(const std::string& source, const SourceOptions& o) {
       text = f->text;
     } else {
       std::string path = raw[0] == '/' ? raw : work + "/" + raw;
-      if (!read_file(path, text)) return nullptr;
+      if (!jit::read_file(path, text)) return nullptr;
       tu.files.push_back({name, text});
       struct stat st;
       if ((raw[0] == '/' || raw.rfind(kTorchDir, 0) == 0) && ::stat(path.c_str(), &st) == 0)
@@ -310,7 +295,7 @@ TranslationUnit preprocess(const std::string& source, const SourceOptions& o) {
         diag += l + "\n";
       }
     }
-    remove_tree(work);
+    jit::remove_tree(work);
     raise_compile_error(diag, tu.files);
   }
 
@@ -323,7 +308,7 @@ TranslationUnit preprocess(const std::string& source, const SourceOptions& o) {
     std::string name;
     bool entering = false;
     if (line_marker(l, n, name, &entering) && entering && !inside(name)) {
-      remove_tree(work);
+      jit::remove_tree(work);
       throw ShaderCompileError(display(raw) + ":" + std::to_string(line) + ": error: #include of '" + name +
                                    "' reaches outside the source's folder, include_dirs, headers and torch's Metal "
                                    "headers; bronze reads no other file",
@@ -350,7 +335,7 @@ TranslationUnit preprocess(const std::string& source, const SourceOptions& o) {
     out += '\n';
     ++line;
   }
-  remove_tree(work);
+  jit::remove_tree(work);
   for (const auto& [key, value] : o.constants) {
     if (value.find('\n') != std::string::npos) throw ValueError("constants: a value is one line");
     out += std::string("#pragma ") + kConstantPragma + " " + key + " " + value + "\n";
