@@ -58,5 +58,7 @@ std::string cuda_status();
 // Waits for all work queued on every stream of the device; rethrows the first
 // failure of queued work as DeviceError.
 void synchronize(std::optional<Device> d = std::nullopt);
+// True when every stream of the device has finished its queued work.
+bool query(std::optional<Device> d = std::nullopt);
 
 }  // namespace bronze

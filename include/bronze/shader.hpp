@@ -169,4 +169,13 @@ Library load_metallib(const std::vector<std::uint8_t>& bytes, std::optional<Devi
 Library load_metallib_file(const std::string& path, std::optional<Device> device = std::nullopt,
                            const std::string& signatures = {}, bool rebuild = false);
 
+// Seconds one kernel launch may run on the CPU backend before it is stopped
+// and fails (DeviceError at the next synchronize), as Metal's GPU timeout
+// stops a command buffer; the device goes on serving new work. 0 means no
+// limit, the default unless $BRONZE_KERNEL_TIME_LIMIT says otherwise. A CUDA
+// kernel cannot be stopped without losing its context: the limit does not
+// apply there.
+void set_kernel_time_limit(double seconds);
+double kernel_time_limit();
+
 }  // namespace bronze

@@ -4,6 +4,7 @@
 #include <nanobind/nanobind.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -33,6 +34,13 @@ T& class_arg(nb::handle h, const char* what, const char* expected) {
     throw TypeError(std::string(what) + " must be " + expected + ", got " + Py_TYPE(h.ptr())->tp_name);
   return *p;
 }
+// Blocks until done() (called without the GIL) holds; Ctrl-C raises
+// KeyboardInterrupt meanwhile (wait.cpp).
+void wait_until(const std::function<bool()>& done);
+// wait_until the device has finished its work, then synchronize it (which
+// raises what failed).
+void wait_for_device(const Device& d);
+
 double number_arg(nb::handle h, const char* what);       // a real number (not a bool)
 std::int64_t integer_arg(nb::handle h, const char* what);  // an int or NumPy integer (not a bool), range-checked
 

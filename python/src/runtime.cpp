@@ -87,13 +87,18 @@ void bind_runtime(nb::module_& m) {
     set_device(*d);
   }, nb::arg("device"));
   m.def("get_device_properties", &get_device_properties, nb::arg("device") = nb::none());
-  m.def("synchronize", &synchronize, nb::arg("device") = nb::none(), release_gil());
+  m.def("synchronize", [](OptDevice d) { wait_for_device(d ? *d : current_device()); },
+        nb::arg("device") = nb::none());
 
   nb::class_<Stream>(m, "Stream", "An ordered queue of device work.")
       .def(nb::init<OptDevice>(), nb::arg("device") = nb::none())
       .def_prop_ro("device", &Stream::device)
       .def_prop_ro("id", &Stream::id)
-      .def("synchronize", &Stream::synchronize, release_gil())
+      .def("synchronize", [](const Stream& s) {
+        wait_until([&] { return s.query(); });
+        nb::gil_scoped_release g;
+        s.synchronize();
+      })
       .def("query", &Stream::query)
       .def("__eq__", [](const Stream& a, const Stream& b) { return a == b; })
       .def("__hash__", [](const Stream& s) { return s.id(); })
@@ -114,8 +119,16 @@ void bind_runtime(nb::module_& m) {
       .def("record", &Event::record, nb::arg("stream") = nb::none())
       .def("wait", &Event::wait, nb::arg("stream") = nb::none())
       .def("query", &Event::query)
-      .def("synchronize", &Event::synchronize, release_gil())
-      .def("elapsed_time", &Event::elapsed_time, nb::arg("end_event"), release_gil())
+      .def("synchronize", [](const Event& e) {
+        wait_until([&] { return e.query(); });
+        nb::gil_scoped_release g;
+        e.synchronize();
+      })
+      .def("elapsed_time", [](const Event& start, const Event& end) {
+        wait_until([&] { return start.query() && end.query(); });
+        nb::gil_scoped_release g;
+        return start.elapsed_time(end);
+      }, nb::arg("end_event"))
       .def_prop_ro("enable_timing", &Event::enable_timing);
 
   m.def("current_allocated_memory", &current_allocated_memory, nb::arg("device") = nb::none());
@@ -124,7 +137,11 @@ void bind_runtime(nb::module_& m) {
   m.def("_set_per_process_memory_fraction", &set_per_process_memory_fraction, nb::arg("fraction"),
         nb::arg("device") = nb::none());
   m.def("get_per_process_memory_fraction", &get_per_process_memory_fraction, nb::arg("device") = nb::none());
-  m.def("empty_cache", &empty_cache, nb::arg("device") = nb::none(), release_gil());
+  m.def("empty_cache", [](OptDevice d) {
+    wait_until([&] { return query(d); });  // empty_cache waits for the device's work
+    nb::gil_scoped_release g;
+    empty_cache(d);
+  }, nb::arg("device") = nb::none());
   m.def("memory_stats", [](OptDevice d) { return stats_dict(memory_stats(d)); }, nb::arg("device") = nb::none());
   m.def("host_visible_memory_stats", [](OptDevice d) { return stats_dict(host_visible_memory_stats(d)); },
         nb::arg("device") = nb::none());

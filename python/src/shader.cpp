@@ -301,6 +301,13 @@ void bind_shader(nb::module_& m) {
     return load_metallib(bytes, device, signatures, rebuild);
   }, nb::arg("data"), nb::arg("device") = nb::none(), nb::arg("signatures") = "", nb::arg("rebuild") = false);
 
+  m.def("set_kernel_time_limit", [](nb::handle seconds) {
+    set_kernel_time_limit(seconds.is_none() ? 0.0 : number_arg(seconds, "the kernel time limit (seconds)"));
+  }, nb::arg("seconds").none(),
+        "Seconds one CPU kernel launch may run before it is stopped (DeviceError at the next synchronize); "
+        "None or 0: no limit.");
+  m.def("kernel_time_limit", &kernel_time_limit, "The CPU kernel time limit in seconds (0: none).");
+
   m.def("_compile_shader", [](const std::string& src, const std::string& language, std::optional<Device> device,
                               const std::string& filename, bool validate, std::vector<std::string> include_dirs,
                               std::vector<std::pair<std::string, std::string>> headers,

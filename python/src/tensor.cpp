@@ -109,11 +109,7 @@ Tensor from_array(nb::handle obj) {
 // A nanobind ndarray over the tensor's memory, owning a reference to it:
 // the DLPack producer behind Tensor.__dlpack__.
 nb::object export_array(const Tensor& t) {
-  {
-    // The consumer reads right away (CUDA: on a stream of its own).
-    nb::gil_scoped_release g;
-    synchronize(t.device());
-  }
+  wait_for_device(t.device());  // the consumer reads right away (CUDA: on a stream of its own)
   std::vector<std::size_t> shape(t.shape().begin(), t.shape().end());
   auto* keep = new Tensor(t);
   nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<Tensor*>(p); });
@@ -129,6 +125,7 @@ nb::object to_numpy(const Tensor& t) {
   std::size_t n = t.nbytes();
   auto* buf = new std::uint8_t[n ? n : 1];
   nb::capsule owner(buf, [](void* p) noexcept { delete[] static_cast<std::uint8_t*>(p); });
+  wait_for_device(t.device());
   {
     nb::gil_scoped_release g;
     t.copy_to_host(buf);
@@ -176,10 +173,7 @@ nb::dict array_interface(const Tensor& t) {
     throw nb::attribute_error(
         "__array_interface__ is only offered by host-visible tensors (CPU, or CUDA with host_visible=True); "
         "use .cpu() first");
-  {
-    nb::gil_scoped_release g;
-    synchronize(t.device());
-  }
+  wait_for_device(t.device());
   nb::dict d = interface_dict(t);
   return d;
 }
@@ -191,10 +185,7 @@ nb::dict cuda_array_interface(const Tensor& t) {
   // No stream to order against (v3 protocol): the device is synchronized
   // before the pointer is handed out, so the consumer may use any stream.
   d["stream"] = nb::none();
-  {
-    nb::gil_scoped_release g;
-    synchronize(t.device());
-  }
+  wait_for_device(t.device());
   return d;
 }
 
@@ -327,7 +318,11 @@ void bind_tensor(nb::module_& m) {
       .def("record_stream", [](const Tensor& t, nb::handle s) {
         t.record_stream(class_arg<Stream>(s, "record_stream(stream)", "a bronze.Stream"));
       }, nb::arg("stream"))
-      .def("item", &Tensor::item, release_gil())
+      .def("item", [](const Tensor& t) {
+        wait_for_device(t.device());
+        nb::gil_scoped_release g;
+        return t.item();
+      })
       .def("numpy", &to_numpy)
       .def("_dlpack_array", &export_array)
       .def_prop_ro("__array_interface__", &array_interface)

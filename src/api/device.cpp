@@ -61,5 +61,6 @@ std::string cuda_status() {
 }
 
 void synchronize(std::optional<Device> d) { runtime::device_impl(runtime::resolve(d)).synchronize(); }
+bool query(std::optional<Device> d) { return runtime::device_impl(runtime::resolve(d)).query(); }
 
 }  // namespace bronze

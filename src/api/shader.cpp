@@ -548,4 +548,12 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
   runtime::device_impl(lib_->device).launch(*stream, std::move(l));
 }
 
+void set_kernel_time_limit(double seconds) {
+  if (!(seconds >= 0) || seconds > 1e9)
+    throw ValueError("the kernel time limit is a number of seconds >= 0 (0 for none), got " + std::to_string(seconds));
+  runtime::set_kernel_time_limit(seconds);
+}
+
+double kernel_time_limit() { return runtime::kernel_time_limit(); }
+
 }  // namespace bronze

@@ -205,6 +205,7 @@ const HostCompiler& HostCompiler::get() {
       ::stat(resolved.c_str(), &st);
       h.path = p;
       h.identity = resolved + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
+      h.clang = resolved.find("clang", resolved.rfind('/') + 1) != std::string::npos;
       return h;
     }
     h.status = "no C++ compiler found (tried $BRONZE_CXX, $CXX, c++, g++, clang++); install g++";

@@ -14,6 +14,7 @@ struct HostCompiler {
   std::string path;      // resolved from $BRONZE_CXX, $CXX, c++, g++, clang++
   std::string identity;  // path, size and mtime: a cache key that changes with upgrades
   std::string status;    // why none was found
+  bool clang = false;    // Clang's driver, else GCC's (their flags differ at the edges)
   bool available() const { return !path.empty(); }
   static const HostCompiler& get();
 };

@@ -82,6 +82,7 @@ class DeviceImpl {
   virtual std::shared_ptr<StreamImpl> create_stream() = 0;
   // Waits for every stream of the device.
   virtual void synchronize() = 0;
+  virtual bool query() = 0;  // every stream's work finished
   virtual std::unique_ptr<EventImpl> create_event(bool timing) = 0;
 
   // Tensor kernels, queued on `s`. Views are on this device; the tensor layer
@@ -117,6 +118,12 @@ class DeviceImpl {
 DeviceImpl& device_impl(const Device& d);
 // Resolves "no device given" to the current device.
 Device resolve(const std::optional<Device>& d);
+
+// Seconds a CPU kernel launch may run before it is stopped; 0: no limit.
+// Starts as $BRONZE_KERNEL_TIME_LIMIT (ValueError when that is not a number
+// of seconds). The caller validates what it sets.
+double kernel_time_limit();
+void set_kernel_time_limit(double seconds);
 
 // Current stream of a device for the calling thread.
 std::shared_ptr<StreamImpl> current_stream(const Device& d);

@@ -6,12 +6,19 @@
 #ifndef BRONZE_LAUNCH_ABI_H
 #define BRONZE_LAUNCH_ABI_H
 
-/* The first out-of-bounds access of a validated launch (CPU, validate=True). */
+/* The first fault a validated launch found (CPU, validate=True): an
+ * out-of-bounds access to buffer `name`, or a division by zero at
+ * file:line:column of the user's source. */
+#define BRONZE_FAULT_OUT_OF_BOUNDS 0
+#define BRONZE_FAULT_DIVISION_BY_ZERO 1
 struct bronze_fault {
   int set;
   const char* name;
   long long index;
   unsigned long long count;
+  int kind; /* fields from here on were added later: objects built before leave them 0 */
+  const char* file;
+  unsigned int line, column;
 };
 
 /* CPU: an entry runs threadgroups [g0, g1) of the grid:

@@ -13,6 +13,7 @@
 #include "backends/cuda/driver_api.hpp"
 #include "bronze/error.hpp"
 #include "runtime/device_impl.hpp"
+#include "runtime/fork_state.hpp"
 
 namespace bronze::runtime {
 namespace {
@@ -42,6 +43,29 @@ Device& current_slot() {
 thread_local std::map<std::pair<int, int>, std::shared_ptr<StreamImpl>> t_streams;
 }  // namespace
 
+namespace {
+// -1: not read from the environment yet.
+std::atomic<double> g_time_limit{-1.0};
+}  // namespace
+
+double kernel_time_limit() {
+  double v = g_time_limit.load(std::memory_order_relaxed);
+  if (v >= 0) return v;
+  v = 0;
+  if (const char* env = std::getenv("BRONZE_KERNEL_TIME_LIMIT"); env && *env) {
+    char* end = nullptr;
+    v = std::strtod(env, &end);
+    if (*end || !(v >= 0) || v > 1e9)
+      throw ValueError(std::string("$BRONZE_KERNEL_TIME_LIMIT='") + env +
+                       "' is not a time limit in seconds (e.g. 10 or 0.5; 0 for none)");
+  }
+  double expected = -1.0;
+  g_time_limit.compare_exchange_strong(expected, v);  // set_kernel_time_limit may have come first
+  return g_time_limit.load(std::memory_order_relaxed);
+}
+
+void set_kernel_time_limit(double seconds) { g_time_limit.store(seconds, std::memory_order_relaxed); }
+
 std::uint64_t next_stream_id() {
   static std::atomic<std::uint64_t> next{1};
   return next.fetch_add(1);
@@ -66,6 +90,7 @@ const ShaderBackend& shader_backend(DeviceType type) {
 }
 
 DeviceImpl& device_impl(const Device& d) {
+  check_not_forked(d.type);
   if (d.type == DeviceType::CPU) {
     if (d.index != 0) throw ValueError("there is one CPU device, cpu:0; got " + d.str());
     return cpu_device();

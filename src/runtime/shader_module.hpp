@@ -35,6 +35,8 @@ struct ModuleSource {
   std::vector<std::string> name_expressions;
   int gpu_arch = 0;   // CUDA: sm_XY as XY
   bool ptx = false;   // CUDA: PTX for compute_XY instead of a cubin
+  // CPU: a checked build (validate=True): bounds and division by zero.
+  bool validate = false;
   // CPU: called with the compiler's stack-usage report before the object is
   // cached; what it throws leaves nothing cached.
   std::function<void(const std::string&)> check_stack;

@@ -19,6 +19,19 @@ class StreamSet {
     streams_.push_back(s);
   }
 
+  // True when every live stream has finished its work.
+  bool query_all() {
+    std::vector<std::shared_ptr<S>> live;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      for (auto& w : streams_)
+        if (auto s = w.lock()) live.push_back(std::move(s));
+    }
+    for (auto& s : live)
+      if (!s->query()) return false;
+    return true;
+  }
+
   // Waits for every live stream; each is drained even when another reports
   // a failure, and the failures are raised together.
   void synchronize_all() {

@@ -71,7 +71,7 @@ std::string rewrite_for_cpu(const std::string& unit, const ParsedSource& ps, boo
     out += function_typedef(pk, k);
     out += "extern \"C\" BRONZE_EXPORT void " + entry_symbol(k) +
            "(void* const* a, const bronze_cpu_launch* L, unsigned long long g0, unsigned long long g1) {\n"
-           "  (void)a;\n" + flat +
+           "  (void)a;\n" + (validate ? "  bronze_rt::validated_fault = L->fault;\n" : "") + flat +
            "  auto bronze_body = [&](const bronze_rt::ids& id) { (void)id; (" + pk.callee + ")(" + args + "); };\n"
            "  bronze_rt::" + (pk.info.cooperative ? "run_groups_cooperative" : "run_groups") +
            "(L, g0, g1, bronze_body);\n}\n";

@@ -7,6 +7,7 @@
 
 #include "bronze/device.hpp"
 #include "runtime/allocator.hpp"
+#include "runtime/fork_state.hpp"
 
 namespace bronze {
 
@@ -23,7 +24,9 @@ struct StorageImpl {
   StorageImpl(const StorageImpl&) = delete;
   StorageImpl& operator=(const StorageImpl&) = delete;
   ~StorageImpl() {
-    if (block) allocator->free(block);
+    // A forked child keeps what it inherited: the parent's queued work,
+    // which the block's reuse would wait for, cannot finish here.
+    if (block && !runtime::forked_after_start(device.type)) allocator->free(block);
     if (release) release();
   }
 };

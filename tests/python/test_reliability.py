@@ -176,3 +176,58 @@ def test_a_thread_count_past_reason_is_clamped():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                        env=dict(os.environ, BRONZE_NUM_THREADS="100000"))
     assert r.returncode == 0 and r.stdout.split() == ["2000.0", "1024"], (r.returncode, r.stdout, r.stderr[-500:])
+
+
+FORK = """
+import os, sys
+import bronze
+lib = bronze.compile_shader("kernel void k(device int* o, uint i [[thread_position_in_grid]]) { o[i] = 7; }")
+if USE_FIRST:
+    t = bronze.zeros(4, dtype=bronze.int32)
+    s = bronze.Stream()
+    lib.k(t)
+    bronze.synchronize()
+pid = os.fork()
+if pid == 0:
+    if not USE_FIRST:
+        t = bronze.zeros(4, dtype=bronze.int32)
+        s = bronze.Stream()
+    for name, use in [("numpy", lambda: t.numpy().tolist()), ("synchronize", bronze.synchronize),
+                      ("zeros", lambda: bronze.zeros(3).numpy().tolist()), ("stream", s.synchronize),
+                      ("kernel", lambda: (lib.k(t), bronze.synchronize())), ("add", lambda: (t + t).numpy().tolist())]:
+        try:
+            print(name, "worked", use())
+        except RuntimeError as e:
+            print(name, "refused:", e)
+    sys.stdout.flush()
+    del t, s  # dropping what the parent made never hangs
+    sys.exit(0)
+_, status = os.waitpid(pid, 0)
+if not USE_FIRST:
+    t = bronze.zeros(4, dtype=bronze.int32)
+lib.k(t)
+print("parent", status, t.numpy().tolist())
+"""
+
+
+def run_fork(use_first):
+    r = subprocess.run([sys.executable, "-c", f"USE_FIRST = {use_first}\n" + FORK], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.strip().split("\n")
+
+
+def test_a_child_forked_after_bronze_started_is_refused_at_once():
+    lines = run_fork(True)
+    assert len(lines) == 7
+    for line in lines[:6]:
+        assert "refused: bronze's CPU backend cannot run in this process: it was forked" in line
+        assert "'spawn'" in line
+    assert lines[6] == "parent 0 [7, 7, 7, 7]"
+
+
+def test_a_child_forked_before_bronze_started_works():
+    lines = run_fork(False)
+    assert lines[0] == "numpy worked [0, 0, 0, 0]"
+    assert all(" worked" in line for line in lines[:6]), lines
+    assert lines[6] == "parent 0 [7, 7, 7, 7]"

@@ -13,6 +13,7 @@
 #include "backends/cpu/cpu_stream.hpp"
 #include "backends/cpu/thread_pool.hpp"
 #include "bronze/error.hpp"
+#include "runtime/fork_state.hpp"
 #include "runtime/host_memory.hpp"
 #include "runtime/stream_set.hpp"
 
@@ -64,25 +65,34 @@ class CpuDevice final : public runtime::DeviceImpl {
     return p;
   }
 
+  // A stream dropped in a forked child is left alone: its worker thread and
+  // the waits on its condition variables stayed in the parent.
+  std::shared_ptr<CpuStream> new_stream() {
+    return std::shared_ptr<CpuStream>(new CpuStream(device()), [](CpuStream* s) {
+      if (!runtime::forked_after_start(DeviceType::CPU)) delete s;
+    });
+  }
+
   runtime::CachingAllocator& allocator() override { return allocator_; }
   runtime::CachingAllocator& host_visible_allocator() override { return allocator_; }
 
   std::shared_ptr<runtime::StreamImpl> default_stream() override {
     std::lock_guard<std::mutex> g(mu_);
     if (!default_) {
-      default_ = std::make_shared<CpuStream>(device());
+      default_ = new_stream();
       streams_.add(default_);
     }
     return default_;
   }
 
   std::shared_ptr<runtime::StreamImpl> create_stream() override {
-    auto s = std::make_shared<CpuStream>(device());
+    auto s = new_stream();
     streams_.add(s);
     return s;
   }
 
   void synchronize() override { streams_.synchronize_all(); }
+  bool query() override { return streams_.query_all(); }
 
   std::unique_ptr<runtime::EventImpl> create_event(bool timing) override {
     return std::make_unique<CpuEvent>(timing);

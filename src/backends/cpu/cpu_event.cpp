@@ -2,6 +2,7 @@
 
 #include "backends/cpu/cpu_stream.hpp"
 #include "bronze/error.hpp"
+#include "runtime/fork_state.hpp"
 #include "runtime/profiler.hpp"
 
 namespace bronze::cpu {
@@ -41,11 +42,13 @@ void CpuEvent::wait(runtime::StreamImpl& s) {
 }
 
 bool CpuEvent::query() {
+  runtime::check_not_forked(DeviceType::CPU);  // the marker would never run
   std::lock_guard<std::mutex> g(st_->mu);
   return st_->completed >= st_->recorded;
 }
 
 void CpuEvent::synchronize() {
+  runtime::check_not_forked(DeviceType::CPU);
   std::unique_lock<std::mutex> lock(st_->mu);
   st_->cv.wait(lock, [&] { return st_->completed >= st_->recorded; });
 }

@@ -6,10 +6,11 @@
 #include <vector>
 
 #include "backends/cpu/blas.hpp"
-#include "runtime/dtype_dispatch.hpp"
+#include "backends/cpu/kernel_guard.hpp"
 #include "backends/cpu/strided.hpp"
 #include "backends/cpu/thread_pool.hpp"
 #include "bronze/error.hpp"
+#include "runtime/dtype_dispatch.hpp"
 #include "runtime/launch_abi.h"
 #include "runtime/philox.hpp"
 
@@ -244,6 +245,19 @@ void matmul(const View& out, const View& a, const View& b) {
   copy(out, src);
 }
 
+namespace {
+// What a validated launch's first fault (launch_abi.h) was.
+std::string describe(const bronze_fault& f) {
+  std::string at = f.file ? std::string(" at ") + f.file + ":" + std::to_string(f.line) + ":" + std::to_string(f.column) : "";
+  switch (f.kind) {
+    case BRONZE_FAULT_DIVISION_BY_ZERO: return "integer division by zero" + at;
+    default:
+      return "out-of-bounds access to '" + std::string(f.name) + "' at index " + std::to_string(f.index) +
+             " (it holds " + std::to_string(f.count) + " elements)";
+  }
+}
+}  // namespace
+
 void run_jit_kernel(const runtime::KernelLaunch& l) {
   bronze_cpu_launch jl;
   std::uint64_t groups = 1, per_group = 1;
@@ -257,7 +271,7 @@ void run_jit_kernel(const runtime::KernelLaunch& l) {
   std::memcpy(jl.tg_bytes, l.threadgroup_bytes, sizeof jl.tg_bytes);
   std::vector<void*> args(l.args.size());
   std::vector<unsigned long long> arg_bytes(l.args.size());
-  bronze_fault fault{0, nullptr, 0, 0};
+  bronze_fault fault{};
   jl.arg_bytes = arg_bytes.data();
   jl.fault = &fault;
   for (std::size_t i = 0; i < args.size(); ++i) arg_bytes[i] = l.args[i].bytes;
@@ -268,12 +282,13 @@ void run_jit_kernel(const runtime::KernelLaunch& l) {
   auto entry = reinterpret_cast<bronze_cpu_entry>(const_cast<void*>(l.entry));
   // Enough threads per chunk to amortize the hand-off; every group whole.
   std::int64_t grain = l.cooperative ? 1 : std::max<std::int64_t>(1, 16384 / static_cast<std::int64_t>(per_group));
+  KernelGuard guard(l.name, runtime::kernel_time_limit());
   ThreadPool::instance().parallel_for(static_cast<std::int64_t>(groups), grain, [&](std::int64_t b, std::int64_t e) {
-    entry(args.data(), &jl, static_cast<unsigned long long>(b), static_cast<unsigned long long>(e));
+    auto part = [&] { entry(args.data(), &jl, static_cast<unsigned long long>(b), static_cast<unsigned long long>(e)); };
+    guard.run(part);
   });
-  if (fault.set)
-    throw Error("kernel '" + std::string(l.name) + "': out-of-bounds access to '" + fault.name + "' at index " +
-                std::to_string(fault.index) + " (it holds " + std::to_string(fault.count) + " elements)");
+  if (fault.set) throw Error("kernel '" + std::string(l.name) + "': " + describe(fault));
+  guard.check();
 }
 
 }  // namespace bronze::cpu::kernels

@@ -13,16 +13,21 @@ constexpr int kMaxThreadsPerGroup = 1024;  // Metal's limit; fibers have no othe
 runtime::ModuleObject build_module(const runtime::ModuleSource& src) {
   auto headers = src.headers;
   headers.emplace_back("bronze_metal_cpu.h", embedded::bronze_metal_cpu_h);
-  auto r = jit::build_shared_object(
-      src.code, headers,
-      {"-std=c++17", "-O3", "-fPIC", "-shared", "-fvisibility=hidden", "-w", "-fno-exceptions", "-fno-math-errno",
+  std::vector<std::string> flags = {"-std=c++17", "-O3", "-fPIC", "-shared", "-fvisibility=hidden", "-w", "-fno-exceptions", "-fno-math-errno",
        "-fdiagnostics-color=never", "-fno-diagnostics-show-caret",  // excerpts come from the files bronze read
        // A barrier kernel's threads run on fibers with this much stack and
        // room for the runtime's frames (bronze_metal_cpu.h, kFiberStack).
        "-DBRONZE_PRIVATE_BYTES=" + std::to_string(runtime::kMaxPrivateBytes),
        // Every function a kernel calls must be defined: an error now, not when loading.
-       "-Wl,-z,defs", "-lm"},
-      src.check_stack);
+       "-Wl,-z,defs", "-lm"};
+  // Divisions checked by bronze's handler (bronze_metal_cpu.h), so no
+  // sanitizer runtime is linked: GCC's static one contributes nothing, and
+  // Clang links none into shared objects.
+  if (src.validate) {
+    flags.insert(flags.end(), {"-DBRONZE_VALIDATE", "-fsanitize=integer-divide-by-zero"});
+    if (!jit::HostCompiler::get().clang) flags.push_back("-static-libubsan");
+  }
+  auto r = jit::build_shared_object(src.code, headers, flags, src.check_stack);
   runtime::ModuleObject o;
   o.ok = !r.so_path.empty();
   o.path = r.so_path;

@@ -5,6 +5,7 @@
 #include "backends/cpu/spin.hpp"
 #include "bronze/error.hpp"
 #include "runtime/capture.hpp"
+#include "runtime/fork_state.hpp"
 #include "runtime/json_util.hpp"
 #include "runtime/nvtx.hpp"
 #include "runtime/profiler.hpp"
@@ -12,6 +13,7 @@
 namespace bronze::cpu {
 
 CpuStream::CpuStream(Device d) : device_(d), id_(runtime::next_stream_id()) {
+  runtime::note_backend_started(DeviceType::CPU);
   worker_ = std::thread([this] { run(); });
 }
 
@@ -26,6 +28,7 @@ CpuStream::~CpuStream() {
 }
 
 void CpuStream::enqueue(const char* name, const char* category, std::function<void()> fn) {
+  runtime::check_not_forked(DeviceType::CPU);
   // Shader dispatches are captured by the shader layer, with their arguments.
   if (runtime::capture::active() && std::string(category) != "shader")
     runtime::capture::record("\"op\":" + runtime::json_quote(name) + ",\"category\":" +
@@ -93,6 +96,7 @@ void CpuStream::wait_idle(std::unique_lock<std::mutex>& lock) {
 }
 
 void CpuStream::synchronize() {
+  runtime::check_not_forked(DeviceType::CPU);
   std::uint64_t target = submitted_.load(std::memory_order_acquire);
   spin_until([&] { return completed_.load(std::memory_order_acquire) >= target; });
   std::unique_lock<std::mutex> lock(mu_);
@@ -106,6 +110,7 @@ void CpuStream::synchronize() {
 }
 
 bool CpuStream::query() {
+  runtime::check_not_forked(DeviceType::CPU);
   std::lock_guard<std::mutex> g(mu_);
   return completed_ == submitted_;
 }

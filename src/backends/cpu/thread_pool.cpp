@@ -1,6 +1,7 @@
 #include "backends/cpu/thread_pool.hpp"
 
 #include "backends/cpu/spin.hpp"
+#include "runtime/fork_state.hpp"
 
 #include <sched.h>
 
@@ -40,6 +41,7 @@ ThreadPool& ThreadPool::instance() {
 }
 
 ThreadPool::ThreadPool(int threads) {
+  runtime::note_backend_started(DeviceType::CPU);
   try {
     for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker(); });
   } catch (const std::system_error&) {  // out of threads: work with those that started

@@ -66,7 +66,8 @@ class CudaStream final : public runtime::StreamImpl {
   }
   bool query() override {
     ctx_.make_current();
-    return driver()->cuStreamQuery(s_) == CUDA_SUCCESS;
+    // Work that failed has finished too: its error surfaces at synchronize.
+    return driver()->cuStreamQuery(s_) != CUDA_ERROR_NOT_READY;
   }
   CUstream handle() const { return s_; }
 
@@ -102,7 +103,7 @@ class CudaEvent final : public runtime::EventImpl {
   }
   bool query() override {
     ctx_.make_current();
-    return driver()->cuEventQuery(e_) == CUDA_SUCCESS;
+    return driver()->cuEventQuery(e_) != CUDA_ERROR_NOT_READY;
   }
   void synchronize() override {
     ctx_.make_current();
@@ -208,6 +209,7 @@ class CudaDevice final : public runtime::DeviceImpl {
   }
 
   void synchronize() override { streams_.synchronize_all(); }
+  bool query() override { return streams_.query_all(); }
 
   std::unique_ptr<runtime::EventImpl> create_event(bool timing) override {
     return std::make_unique<CudaEvent>(ctx_, timing);

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "bronze/error.hpp"
+#include "runtime/fork_state.hpp"
 
 namespace bronze::cuda {
 namespace {
@@ -90,6 +91,7 @@ const Loaded& loaded() {
       r.status = std::string("cuInit failed: ") + (msg ? msg : "unknown error") + " (" + std::to_string(rc) + ")";
       return r;
     }
+    runtime::note_backend_started(DeviceType::CUDA);
     int n = 0, version = 0;
     d.cuDeviceGetCount(&n);
     d.cuDriverGetVersion(&version);

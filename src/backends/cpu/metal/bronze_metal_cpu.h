@@ -49,6 +49,33 @@ template <class P> inline P bounded(void* a, uint64_t bytes, const char* name, b
 }
 }  // namespace bronze_rt
 
+#ifdef BRONZE_VALIDATE
+// validate=True builds with -fsanitize=integer-divide-by-zero, whose check
+// calls this (bronze's, not libubsan's): the division is recorded with its
+// place in the user's source (the unit's #line directives), then runs on and
+// yields what an unchecked one would.
+namespace bronze_rt {
+inline thread_local bronze_fault* validated_fault = nullptr;  // set by each entry
+struct ubsan_location {
+  const char* file;
+  unsigned line, column;
+};
+}  // namespace bronze_rt
+extern "C" void __ubsan_handle_divrem_overflow(void* data, void*, void*) {
+  bronze_fault* f = bronze_rt::validated_fault;
+  int expected = 0;
+  if (!f || !__atomic_compare_exchange_n(&f->set, &expected, 1, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return;
+  const bronze_rt::ubsan_location* at = (const bronze_rt::ubsan_location*)data;
+  f->kind = BRONZE_FAULT_DIVISION_BY_ZERO;
+  f->file = at->file;
+  f->line = at->line;
+  f->column = at->column;
+}
+extern "C" void __ubsan_handle_divrem_overflow_abort(void* data, void* a, void* b) {
+  __ubsan_handle_divrem_overflow(data, a, b);
+}
+#endif
+
 
 // Fiber context switches. On x86-64 a dozen instructions save the
 // callee-saved registers and swap stacks (ucontext's swapcontext makes a
@@ -223,6 +250,7 @@ inline void init_fixed(const bronze_cpu_launch* L, ids& id) {
 // Kernels without barriers or simdgroup functions: plain loops.
 template <class F>
 inline void run_groups(const bronze_cpu_launch* L, uint64_t g0, uint64_t g1, F&& f) {
+  cur_group = nullptr;  // a cooperative launch that was stopped (kernel_guard.hpp) may have left one
   ids id;
   init_fixed(L, id);
   for (uint64_t g = g0; g < g1; ++g) {
@@ -304,7 +332,6 @@ inline void run_groups_cooperative(const bronze_cpu_launch* L, uint64_t g0, uint
   g.mask = mask;
   g.invoke = &invoke_erased<typename __remove_ref<F>::type>;
   g.fn = (void*)&f;
-  group_ctx* saved = cur_group;
   cur_group = &g;
   for (uint64_t gi = g0; gi < g1; ++gi) {
     uint32_t a[3];
@@ -346,7 +373,7 @@ inline void run_groups_cooperative(const bronze_cpu_launch* L, uint64_t g0, uint
       for (int s = 0; s < (int)id.sgptg; ++s) release_simd(&g, s, false);
     }
   }
-  cur_group = saved;
+  cur_group = nullptr;
 }
 
 // Exchanges x among the simdgroup's active lanes; returns the lanes' slots

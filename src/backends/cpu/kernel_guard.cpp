@@ -1,0 +1,315 @@
+#include "backends/cpu/kernel_guard.hpp"
+
+#include <pthread.h>
+#include <setjmp.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <list>
+#include <thread>
+
+#include "bronze/error.hpp"
+#include "runtime/shader_module.hpp"
+
+namespace bronze::cpu {
+namespace {
+
+constexpr int kFaultSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+constexpr std::uintptr_t kStackReach = 64 * 1024;  // red zone and the runtime's frames
+// The watchdog's signal to a thread whose launch ran past its limit.
+int stop_signal() { return SIGRTMAX - 2; }
+
+// A thread's part of a launch, as the watchdog sees it.
+struct Watch {
+  pthread_t thread;
+  std::chrono::steady_clock::time_point deadline;
+  volatile std::sig_atomic_t expired = 0;  // set before the stop signal is sent
+};
+
+// What a guarded thread shares with the signal handler.
+struct ThreadState {
+  sigjmp_buf* jump = nullptr;  // set while kernel code runs on this thread
+  Watch* watch = nullptr;
+  KernelGuard::Failure failure;
+  void* altstack = nullptr;
+  std::size_t altstack_bytes = 0;
+
+  ThreadState() {
+    // A stack overflow leaves no stack to handle it on: the handler runs on
+    // this one. A thread that already has one (Python's faulthandler) keeps it.
+    stack_t old{};
+    if (sigaltstack(nullptr, &old) == 0 && !(old.ss_flags & SS_DISABLE)) return;
+    altstack_bytes = 64 * 1024 + 4 * static_cast<std::size_t>(SIGSTKSZ);
+    void* m = mmap(nullptr, altstack_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return;  // faults then still end the launch, overflows the process
+    stack_t st{};
+    st.ss_sp = m;
+    st.ss_size = altstack_bytes;
+    if (sigaltstack(&st, nullptr) != 0) {
+      munmap(m, altstack_bytes);
+      return;
+    }
+    altstack = m;
+  }
+  ~ThreadState() {
+    if (!altstack) return;
+    stack_t st{};
+    st.ss_flags = SS_DISABLE;
+    sigaltstack(&st, nullptr);
+    munmap(altstack, altstack_bytes);
+  }
+};
+
+// The handler reads this without calling into the TLS machinery (which may
+// allocate): initial-exec, set before any kernel code runs on the thread.
+__attribute__((tls_model("initial-exec"))) thread_local ThreadState* t_state = nullptr;
+
+struct sigaction g_previous[NSIG];
+
+#if defined(__x86_64__)
+// The length of the div/idiv at `p` (0 if it is not one), and its operand
+// size in bytes.
+int division_length(const std::uint8_t* p, int& size) {
+  int n = 0;
+  bool wide16 = false, rex_w = false;
+  for (;; ++n) {
+    std::uint8_t b = p[n];
+    if (b == 0x66) wide16 = true;
+    else if (b == 0x67 || b == 0xF2 || b == 0xF3 || b == 0x2E || b == 0x3E || b == 0x26 || b == 0x36 ||
+             b == 0x64 || b == 0x65) {
+    } else break;
+  }
+  if ((p[n] & 0xF0) == 0x40) rex_w = (p[n++] & 0x08) != 0;
+  const std::uint8_t op = p[n];
+  if (op != 0xF6 && op != 0xF7) return 0;
+  const std::uint8_t modrm = p[n + 1];
+  const int reg = (modrm >> 3) & 7, mod = modrm >> 6, rm = modrm & 7;
+  if (reg != 6 && reg != 7) return 0;
+  n += 2;
+  if (mod != 3) {
+    if (rm == 4 && (p[n++] & 7) == 5 && mod == 0) n += 4;  // SIB without a base register
+    else if (rm == 5 && mod == 0) n += 4;                  // RIP-relative
+    n += mod == 1 ? 1 : mod == 2 ? 4 : 0;
+  }
+  size = op == 0xF6 ? 1 : rex_w ? 8 : wide16 ? 2 : 4;
+  return n;
+}
+
+// Completes a faulting division as a GPU would, without a fault: the
+// quotient is the dividend's low half (exact for INT_MIN / -1, unspecified
+// for a zero divisor), the remainder 0.
+bool complete_division(void* uctx) {
+  auto* uc = static_cast<ucontext_t*>(uctx);
+  greg_t* r = uc->uc_mcontext.gregs;
+  int size = 0;
+  int len = division_length(reinterpret_cast<const std::uint8_t*>(r[REG_RIP]), size);
+  if (!len) return false;
+  auto rax = static_cast<std::uint64_t>(r[REG_RAX]), rdx = static_cast<std::uint64_t>(r[REG_RDX]);
+  switch (size) {
+    case 1: rax = (rax & ~0xFFFFull) | (rax & 0xFF); break;  // AL keeps AX's low byte, AH = 0
+    case 2: rdx &= ~0xFFFFull; break;
+    case 4: rax &= 0xFFFFFFFFull; rdx = 0; break;
+    default: rdx = 0; break;
+  }
+  r[REG_RAX] = static_cast<greg_t>(rax);
+  r[REG_RDX] = static_cast<greg_t>(rdx);
+  r[REG_RIP] += len;
+  return true;
+}
+
+std::uintptr_t stack_pointer(void* uctx) {
+  return static_cast<std::uintptr_t>(static_cast<ucontext_t*>(uctx)->uc_mcontext.gregs[REG_RSP]);
+}
+#else
+bool complete_division(void*) { return false; }  // other CPUs do not trap on division
+std::uintptr_t stack_pointer(void*) { return 0; }
+#endif
+
+// Not ours: what would have happened without bronze.
+void chain(int sig, siginfo_t* info, void* uctx) {
+  const struct sigaction& prev = g_previous[sig];
+  if (prev.sa_flags & SA_SIGINFO) {
+    if (prev.sa_sigaction) prev.sa_sigaction(sig, info, uctx);
+    return;
+  }
+  if (prev.sa_handler == SIG_IGN) return;
+  if (prev.sa_handler == SIG_DFL) {
+    signal(sig, SIG_DFL);  // the faulting instruction runs again and ends the process
+    return;
+  }
+  prev.sa_handler(sig);
+}
+
+void on_signal(int sig, siginfo_t* info, void* uctx) {
+  ThreadState* t = t_state;
+  if (sig == stop_signal()) {
+    if (t && t->jump && t->watch && t->watch->expired) {
+      t->failure = KernelGuard::Failure{};
+      siglongjmp(*t->jump, 1);
+    }
+    return;  // a stop that arrived after its launch ended
+  }
+  if (!t || !t->jump) return chain(sig, info, uctx);
+  if (sig == SIGFPE && (info->si_code == FPE_INTDIV || info->si_code == FPE_INTOVF) && complete_division(uctx))
+    return;
+  auto addr = reinterpret_cast<std::uintptr_t>(info->si_addr);
+  std::uintptr_t sp = stack_pointer(uctx);
+  t->failure.signal = sig;
+  t->failure.address = addr;
+  // A fault within a frame's reach of the stack pointer is the stack running
+  // into its guard: a frame is at most kMaxPrivateBytes (refused when built).
+  t->failure.stack_overflow = (sig == SIGSEGV || sig == SIGBUS) && sp && addr + kStackReach > sp &&
+                              addr < sp + runtime::kMaxPrivateBytes + kStackReach;
+  siglongjmp(*t->jump, 1);
+}
+
+void install_handlers() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction sa {};
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    for (int sig : kFaultSignals) sigaction(sig, &sa, &g_previous[sig]);
+    sigaction(stop_signal(), &sa, &g_previous[stop_signal()]);
+  });
+}
+
+ThreadState& thread_state() {
+  static thread_local ThreadState state;
+  t_state = &state;
+  return state;
+}
+
+// Sends the stop signal to threads whose launch ran past its deadline.
+class Watchdog {
+ public:
+  static Watchdog& instance() {
+    static Watchdog* w = new Watchdog;  // never destroyed: guarded threads may outlive statics
+    return *w;
+  }
+  void add(Watch* w) {
+    std::lock_guard<std::mutex> g(mu_);
+    watches_.push_back(w);
+    cv_.notify_one();
+  }
+  void remove(Watch* w) {
+    std::lock_guard<std::mutex> g(mu_);
+    watches_.remove(w);
+  }
+
+ private:
+  Watchdog() {
+    std::thread([this] { loop(); }).detach();
+  }
+  void loop() {
+    sigset_t block;
+    sigemptyset(&block);
+    sigaddset(&block, stop_signal());
+    pthread_sigmask(SIG_BLOCK, &block, nullptr);
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      auto next = std::chrono::steady_clock::time_point::max();
+      auto now = std::chrono::steady_clock::now();
+      for (Watch* w : watches_) {
+        if (w->expired) continue;
+        if (w->deadline <= now) {
+          w->expired = 1;
+          pthread_kill(w->thread, stop_signal());  // under mu_: the thread is still in its launch
+        } else if (w->deadline < next) {
+          next = w->deadline;
+        }
+      }
+      if (next == std::chrono::steady_clock::time_point::max()) cv_.wait(lock);
+      else cv_.wait_until(lock, next);
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::list<Watch*> watches_;
+};
+
+std::string hex(std::uintptr_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+}  // namespace
+
+KernelGuard::KernelGuard(std::string kernel, double time_limit_s)
+    : kernel_(std::move(kernel)), time_limit_s_(time_limit_s) {
+  install_handlers();
+  if (time_limit_s_ > 0)
+    deadline_ = std::chrono::steady_clock::now() +
+                std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(time_limit_s_));
+}
+
+bool KernelGuard::run(void (*fn)(void*), void* ctx) {
+  if (failed_.load(std::memory_order_relaxed)) return false;
+  ThreadState& t = thread_state();
+  Watch watch{pthread_self(), deadline_};
+  const bool limited = time_limit_s_ > 0;
+  if (limited) {
+    t.watch = &watch;
+    Watchdog::instance().add(&watch);
+  }
+  sigjmp_buf jump;
+  bool ok;
+  if (sigsetjmp(jump, 1) == 0) {
+    t.jump = &jump;
+    fn(ctx);
+    t.jump = nullptr;
+    ok = true;
+  } else {
+    t.jump = nullptr;
+    ok = false;
+  }
+  if (limited) {
+    Watchdog::instance().remove(&watch);
+    t.watch = nullptr;
+  }
+  if (ok) return true;
+  std::lock_guard<std::mutex> g(mu_);
+  if (!failed_.exchange(true)) failure_ = t.failure;
+  return false;
+}
+
+void KernelGuard::check() const {
+  if (!failed_.load()) return;
+  std::lock_guard<std::mutex> g(mu_);
+  const Failure& f = failure_;
+  std::string what = "kernel '" + kernel_ + "' ";
+  if (f.signal == 0) {
+    char limit[32];
+    std::snprintf(limit, sizeof limit, "%g", time_limit_s_);
+    throw DeviceError(what + "ran past the kernel time limit of " + limit +
+                      " s (bronze.set_kernel_time_limit, BRONZE_KERNEL_TIME_LIMIT) and was stopped; its outputs "
+                      "are incomplete. The device goes on serving new work.");
+  }
+  if (f.stack_overflow)
+    throw DeviceError(what + "overflowed its stack (recursion, or calls whose frames add up past the " +
+                      std::to_string(runtime::kMaxPrivateBytes / 1024) +
+                      " KiB a kernel thread has) and was stopped; its outputs are incomplete. Nothing outside "
+                      "its stack was overwritten.");
+  std::string fault;
+  switch (f.signal) {
+    case SIGSEGV: fault = "an invalid memory access at " + hex(f.address) + " (SIGSEGV)"; break;
+    case SIGBUS: fault = "a bus error at " + hex(f.address) + " (SIGBUS)"; break;
+    case SIGFPE: fault = "an arithmetic fault (SIGFPE)"; break;
+    case SIGILL: fault = "an illegal instruction at " + hex(f.address) + " (SIGILL: a trap, or an instruction this CPU lacks)"; break;
+    default: fault = "signal " + std::to_string(f.signal); break;
+  }
+  std::string trust = f.signal == SIGSEGV || f.signal == SIGBUS
+                          ? " Writes it made through bad pointers before the fault may have changed other memory "
+                            "of this process (other tensors, bronze's own state): if the kernel may have written "
+                            "out of bounds, results from here on cannot be trusted; validate=True finds the access."
+                          : "";
+  throw DeviceError(what + "stopped at " + fault + "; its outputs are incomplete." + trust);
+}
+
+}  // namespace bronze::cpu

@@ -1,0 +1,241 @@
+"""A fault or a runaway inside a CPU kernel fails that launch, as a GPU fault
+would, and never the process; the device serves new work afterwards."""
+
+import os
+import platform
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+import bronze
+
+FAULTS = """
+kernel void divide(device int* out, constant int& d, uint i [[thread_position_in_grid]]) {
+  out[i] = (int(i) + 7) / d + (int(i) + 7) % d;
+}
+kernel void divide_u(device uint* out, constant uint& d, uint i [[thread_position_in_grid]]) {
+  out[i] = (i + 7u) / d;
+}
+kernel void int_min(device int* out, constant int& d, constant int& x, uint i [[thread_position_in_grid]]) {
+  out[i] = x / d;
+}
+kernel void wild(device int* out, constant ulong& at, uint i [[thread_position_in_grid]]) {
+  *(device int*)(at + i * 4) = 1;
+}
+int deep(int n) {
+  volatile char frame[4096];
+  frame[0] = (char)n;
+  return n == 0 ? frame[0] : deep(n - 1) + frame[0];
+}
+kernel void recurse(device int* out, uint i [[thread_position_in_grid]]) { out[i] = deep(1000000 + int(i)); }
+kernel void recurse_group(device int* out, uint i [[thread_position_in_grid]]) {
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  out[i] = deep(1000000 + int(i));
+}
+kernel void trap(device int* out, uint i [[thread_position_in_grid]]) { if (i == 3) __builtin_trap(); out[i] = 1; }
+kernel void spin(volatile device int* flag, uint i [[thread_position_in_grid]]) { while (flag[0] == 0) { } }
+kernel void spin_group(volatile device int* flag, uint i [[thread_position_in_grid]]) {
+  while (flag[0] == 0) threadgroup_barrier(mem_flags::mem_none);
+}
+kernel void fill(device int* out, constant int& v, uint i [[thread_position_in_grid]]) { out[i] = v; }
+"""
+
+
+@pytest.fixture(scope="module")
+def lib():
+    return bronze.compile_shader(FAULTS)
+
+
+@pytest.fixture(autouse=True)
+def _no_time_limit():
+    yield
+    bronze.set_kernel_time_limit(None)
+
+
+def still_serves(lib):
+    out = bronze.zeros(64, dtype=bronze.int32)
+    lib.fill(out, 5)
+    bronze.synchronize()
+    assert (out.numpy() == 5).all()
+
+
+def launch_error(call):
+    call()
+    with pytest.raises(bronze.DeviceError) as e:
+        bronze.synchronize()
+    return str(e.value)
+
+
+x86 = pytest.mark.skipif(platform.machine() != "x86_64", reason="only x86-64 traps on integer division")
+
+
+@x86
+def test_division_by_zero_yields_a_value_without_a_fault(lib):
+    out = bronze.zeros(8, dtype=bronze.int32)
+    lib.divide(out, 0)
+    bronze.synchronize()
+    # Unspecified on a GPU; bronze gives the dividend and remainder 0.
+    assert out.numpy().tolist() == list(range(7, 15))
+    u = bronze.zeros(4, dtype=bronze.uint32)
+    lib.divide_u(u, 0)
+    bronze.synchronize()
+    assert u.numpy().tolist() == [7, 8, 9, 10]
+
+
+@x86
+def test_int_min_by_minus_one_wraps_as_on_a_gpu(lib):
+    out = bronze.zeros(4, dtype=bronze.int32)
+    lib.int_min(out, -1, -(2**31))
+    bronze.synchronize()
+    assert out.numpy().tolist() == [-(2**31)] * 4
+
+
+def test_validate_names_the_division_by_zero():
+    src = "kernel void q(device int* out, constant int& d, uint i [[thread_position_in_grid]]) {\n" \
+          "  out[i] = 10 /\n" \
+          "           d;\n}\n"
+    v = bronze.compile_shader(src, validate=True, filename="ratio.metal")
+    out = bronze.zeros(4, dtype=bronze.int32)
+    v.q(out, 2)
+    bronze.synchronize()
+    assert out.numpy().tolist() == [5] * 4  # nonzero divisors: no report
+    msg = launch_error(lambda: v.q(out, 0))
+    assert "kernel 'q'" in msg and "integer division by zero at ratio.metal:2:" in msg
+
+
+def test_invalid_access_fails_the_launch_and_says_what_to_trust(lib):
+    out = bronze.zeros(8, dtype=bronze.int32)
+    msg = launch_error(lambda: lib.wild(out, 16))
+    assert "kernel 'wild'" in msg and "SIGSEGV" in msg and "0x1" in msg
+    assert "cannot be trusted" in msg
+    still_serves(lib)
+
+
+@pytest.mark.parametrize("kernel", ["recurse", "recurse_group"])
+def test_stack_overflow_fails_the_launch(lib, kernel):
+    out = bronze.zeros(4, dtype=bronze.int32)
+    msg = launch_error(lambda: getattr(lib, kernel)(out))
+    assert f"kernel '{kernel}' overflowed its stack" in msg
+    assert "512 KiB" in msg
+    still_serves(lib)
+
+
+def test_trap_fails_the_launch(lib):
+    out = bronze.zeros(8, dtype=bronze.int32)
+    msg = launch_error(lambda: lib.trap(out))
+    assert "kernel 'trap'" in msg and "SIGILL" in msg
+    still_serves(lib)
+
+
+@pytest.mark.parametrize("kernel", ["spin", "spin_group"])
+def test_time_limit_stops_a_runaway_kernel(lib, kernel):
+    bronze.set_kernel_time_limit(0.3)
+    assert bronze.kernel_time_limit() == pytest.approx(0.3)
+    flag = bronze.zeros(1, dtype=bronze.int32)
+    start = time.monotonic()
+    msg = launch_error(lambda: getattr(lib, kernel)(flag, threads=256, group_size=64))
+    assert time.monotonic() - start < 30
+    assert f"kernel '{kernel}' ran past the kernel time limit of 0.3 s" in msg
+    still_serves(lib)
+
+
+def test_time_limit_spares_kernels_that_finish(lib):
+    bronze.set_kernel_time_limit(5)
+    flag = bronze.ones(1, dtype=bronze.int32)
+    for _ in range(50):
+        lib.spin(flag, threads=64)
+    bronze.synchronize()
+    still_serves(lib)
+
+
+def test_time_limit_arguments():
+    with pytest.raises(ValueError, match="seconds >= 0"):
+        bronze.set_kernel_time_limit(-1)
+    with pytest.raises(ValueError, match="seconds >= 0"):
+        bronze.set_kernel_time_limit(float("nan"))
+    with pytest.raises(TypeError, match="must be a number"):
+        bronze.set_kernel_time_limit("1s")
+    bronze.set_kernel_time_limit(0)
+    assert bronze.kernel_time_limit() == 0
+
+
+def run_python(code, **env):
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, **env})
+
+
+def test_time_limit_from_the_environment():
+    code = f"""
+        import bronze
+        lib = bronze.compile_shader({FAULTS!r})
+        flag = bronze.zeros(1, dtype=bronze.int32)
+        lib.spin(flag, threads=64)
+        try:
+            bronze.synchronize()
+        except bronze.DeviceError as e:
+            print("stopped" if "time limit of 0.2 s" in str(e) else e)
+    """
+    r = run_python(code, BRONZE_KERNEL_TIME_LIMIT="0.2")
+    assert r.stdout.strip() == "stopped", r.stderr
+    r = run_python("import bronze; bronze.kernel_time_limit()", BRONZE_KERNEL_TIME_LIMIT="soon")
+    assert "BRONZE_KERNEL_TIME_LIMIT='soon' is not a time limit" in r.stderr
+
+
+def test_faults_outside_kernels_still_reach_their_handlers():
+    # After bronze's handlers are in place, a fault in other code is not
+    # swallowed: it ends the process as it would have (here faulthandler's dump).
+    code = """
+        import ctypes, faulthandler, bronze
+        faulthandler.enable()
+        lib = bronze.compile_shader("kernel void k(device int* o, uint i [[thread_position_in_grid]]) { o[i] = 1; }")
+        o = bronze.zeros(4, dtype=bronze.int32)
+        lib.k(o)
+        bronze.synchronize()
+        ctypes.string_at(0)
+    """
+    r = run_python(code)
+    assert r.returncode != 0
+    assert "Segmentation fault" in r.stderr
+
+
+def test_ctrl_c_interrupts_every_wait():
+    # Each wait blocks on a kernel spinning on a flag; SIGINT raises
+    # KeyboardInterrupt there, then the flag lets the kernel finish.
+    code = f"""
+        import ctypes, os, signal, threading
+        import bronze
+        lib = bronze.compile_shader({FAULTS!r})
+        flag = bronze.zeros(1, dtype=bronze.int32)
+        cell = ctypes.c_int.from_address(flag.data_ptr())
+        s = bronze.Stream()
+        waits = {{
+            "synchronize": lambda: bronze.synchronize(),
+            "numpy": lambda: flag.numpy(),
+            "item": lambda: flag.item(),
+            "stream": lambda: s.synchronize(),
+            "event": lambda: e.synchronize(),
+            "empty_cache": lambda: bronze.empty_cache(),
+        }}
+        for name, wait in waits.items():
+            cell.value = 0
+            with bronze.stream(s):
+                lib.spin(flag, threads=64)
+                e = bronze.Event()
+                e.record()
+            threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+            try:
+                wait()
+                print(name, "returned")
+            except KeyboardInterrupt:
+                print(name, "interrupted")
+            cell.value = 1
+            bronze.synchronize()
+    """
+    r = run_python(code)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split("\n")[:-1] == [f"{w} interrupted" for w in
+                                          ["synchronize", "numpy", "item", "stream", "event", "empty_cache"]]
