@@ -89,7 +89,9 @@ Tensor zeros(const Shape& shape, DType dtype = DType::Float32, std::optional<Dev
 Tensor ones(const Shape& shape, DType dtype = DType::Float32, std::optional<Device> d = std::nullopt);
 Tensor full(const Shape& shape, Scalar value, DType dtype = DType::Float32,
             std::optional<Device> d = std::nullopt);
-Tensor arange(double start, double end, double step = 1.0, DType dtype = DType::Float32,
+// Integer start, end and step into an integer dtype count exactly (int64
+// throughout); otherwise the values are start + i * step in double.
+Tensor arange(Scalar start, Scalar end, Scalar step = 1, DType dtype = DType::Float32,
               std::optional<Device> d = std::nullopt);
 Tensor rand(const Shape& shape, DType dtype = DType::Float32, std::optional<Device> d = std::nullopt);
 Tensor randn(const Shape& shape, DType dtype = DType::Float32, std::optional<Device> d = std::nullopt);

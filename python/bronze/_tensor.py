@@ -126,7 +126,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None):
         start, end = 0, start
     if dtype is None:
         dtype = "int64" if all(isinstance(v, int) for v in (start, end, step)) else "float32"
-    return _C._arange(float(start), float(end), float(step), as_dtype(dtype), device)
+    return _C._arange(start, end, step, as_dtype(dtype), device)
 
 
 def rand(*size, dtype=None, device=None):

@@ -79,6 +79,24 @@ std::vector<std::uint8_t> pack_list(nb::handle seq, const KernelParam& p, const 
   return out;
 }
 
+// An array the kernel cannot write in place: a read-only buffer (NumPy's
+// writeable=False) or a read-only __array_interface__. Importing it copies,
+// and the kernel's writes would go to the copy.
+bool read_only_array(nb::handle h) {
+  if (PyObject_CheckBuffer(h.ptr())) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(h.ptr(), &view, PyBUF_WRITABLE) == 0) {
+      PyBuffer_Release(&view);
+      return false;
+    }
+    PyErr_Clear();
+    return true;
+  }
+  if (!PyObject_HasAttrString(h.ptr(), "__array_interface__")) return false;
+  nb::object data = nb::borrow<nb::dict>(h.attr("__array_interface__")).get("data", nb::none());
+  return PyTuple_Check(data.ptr()) && PyTuple_Size(data.ptr()) == 2 && PyObject_IsTrue(PyTuple_GET_ITEM(data.ptr(), 1)) == 1;
+}
+
 // Tensors are passed by reference to the Python object's tensor; arrays
 // imported zero-copy are kept in `temps` (a list: references stay valid, and
 // a call without any allocates nothing).
@@ -107,8 +125,12 @@ KernelArg convert(nb::handle h, const KernelParam& p, nb::handle from_array, std
       return pack_list(h, p, label);
     }
     if (PyObject_HasAttrString(h.ptr(), "__dlpack__") || PyObject_HasAttrString(h.ptr(), "__array_interface__") ||
-        PyObject_CheckBuffer(h.ptr()))
+        PyObject_CheckBuffer(h.ptr())) {
+      if (!p.read_only && read_only_array(h))
+        throw KernelArgumentError(label + " is a read-only array, and the kernel writes this buffer (device " + p.type +
+                                  "*): pass a writable array or a tensor (its writes would go to a copy)");
       return temps.emplace_back(nb::cast<Tensor>(from_array(h)));
+    }
     throw KernelArgumentError(label + " is a buffer: expected a tensor or array, got " + Py_TYPE(h.ptr())->tp_name);
   }
   if (PyList_Check(h.ptr()) || PyTuple_Check(h.ptr())) return pack_list(h, p, label);

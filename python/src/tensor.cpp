@@ -374,7 +374,13 @@ void bind_tensor(nb::module_& m) {
         nb::arg("host_visible") = false);
   m.def("_full", [](const Shape& s, double v, DType t, OptDevice d) { return full(s, v, t, d); });
   m.def("_full", [](const Shape& s, std::int64_t v, DType t, OptDevice d) { return full(s, v, t, d); });
-  m.def("_arange", &arange);
+  m.def("_arange", [](nb::handle start, nb::handle end, nb::handle step, DType t, OptDevice d) {
+    // Python ints stay integers (exact int64 ranges); other numbers are doubles.
+    auto number = [](nb::handle h, const char* what) {
+      return PyIndex_Check(h.ptr()) && !PyBool_Check(h.ptr()) ? Scalar(integer_arg(h, what)) : Scalar(number_arg(h, what));
+    };
+    return arange(number(start, "arange start"), number(end, "arange end"), number(step, "arange step"), t, d);
+  });
   m.def("_rand", &rand);
   m.def("_randn", &randn);
   m.def("_randint", &randint);

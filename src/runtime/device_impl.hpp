@@ -93,7 +93,9 @@ class DeviceImpl {
                       const View& b) = 0;
   virtual void binary_scalar(StreamImpl& s, BinaryOp op, const View& out, const View& a,
                              Scalar b) = 0;
-  virtual void arange(StreamImpl& s, const View& out, double start, double step) = 0;
+  // out[i] = start + i * step: in int64 when both are integers and out's
+  // dtype is (the tensor layer checked the range), else in double.
+  virtual void arange(StreamImpl& s, const View& out, Scalar start, Scalar step) = 0;
   virtual void random(StreamImpl& s, const View& out, const RandomParams& p) = 0;
   // out (m x n) = a (m x k) @ b (k x n), all of one floating dtype.
   virtual void matmul(StreamImpl& s, const View& out, const View& a, const View& b) = 0;

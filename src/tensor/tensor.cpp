@@ -245,10 +245,30 @@ Tensor full(const Shape& shape, Scalar value, DType dtype, std::optional<Device>
   return t;
 }
 
-Tensor arange(double start, double end, double step, DType dtype, std::optional<Device> d) {
-  if (step == 0.0) throw ValueError("arange: step must be nonzero");
-  if ((end - start) / step < 0) throw ValueError("arange: the step's sign does not lead from start to end");
-  auto n = static_cast<std::int64_t>(std::ceil((end - start) / step));
+Tensor arange(Scalar start, Scalar end, Scalar step, DType dtype, std::optional<Device> d) {
+  const bool exact = start.is_integral() && end.is_integral() && step.is_integral() && !is_floating(dtype);
+  std::int64_t n;
+  if (exact) {
+    const __int128 span = static_cast<__int128>(end.to_int()) - start.to_int(), by = step.to_int();
+    if (by == 0) throw ValueError("arange: step must be nonzero");
+    if ((span < 0 && by > 0) || (span > 0 && by < 0))
+      throw ValueError("arange: the step's sign does not lead from start to end");
+    n = static_cast<std::int64_t>((span + by + (by > 0 ? -1 : 1)) / by);  // ceil(span / by), below 2^64
+    if (n > 0) {
+      check_fits(start, dtype, "arange start");
+      check_fits(Scalar(static_cast<std::int64_t>(start.to_int() + static_cast<__int128>(n - 1) * by)), dtype,
+                 "arange's last value");
+    }
+  } else {
+    const double a = start.to_double(), b = end.to_double(), by = step.to_double();
+    if (by == 0.0) throw ValueError("arange: step must be nonzero");
+    if (!std::isfinite(a) || !std::isfinite(b) || !std::isfinite(by))
+      throw ValueError("arange: start, end and step must be finite");
+    if ((b - a) / by < 0) throw ValueError("arange: the step's sign does not lead from start to end");
+    const double len = std::ceil((b - a) / by);
+    if (!(len < 9.2e18)) throw ValueError("arange: " + std::to_string(len) + " elements are more than 2^63");
+    n = static_cast<std::int64_t>(len);
+  }
   Tensor t = empty({n}, dtype, d);
   if (n > 0) runtime::device_impl(t.device()).arange(*runtime::current_stream(t.device()), detail::view_of(t), start, step);
   return t;

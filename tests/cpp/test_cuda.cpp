@@ -99,7 +99,7 @@ TEST(CudaKernels, GeneratedSourcesCompileWithNvrtc) {
   std::vector<std::pair<std::string, bool>> sources;
   for (DType t : all) {
     for (DType s : {DType::Bool, DType::Float16, DType::Int64, DType::Float32}) sources.push_back({bronze::cuda::copy_source(t, s), false});
-    sources.push_back({bronze::cuda::arange_source(t), false});
+    for (bool integer : {false, true}) sources.push_back({bronze::cuda::arange_source(t, integer), false});
     for (bool vec : {false, true}) {
       sources.push_back({bronze::cuda::binary_source(t, bronze::runtime::BinaryOp::Div, false, vec), false});
       sources.push_back({bronze::cuda::binary_source(t, bronze::runtime::BinaryOp::RSub, true, vec), false});

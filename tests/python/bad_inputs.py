@@ -24,6 +24,31 @@ def _write_past_the_end():
     bronze.synchronize()
 
 
+def _read_only_output():
+    ro = np.zeros(4, dtype=np.float32)
+    ro.setflags(write=False)
+    _lib().full(ro, 1.0)
+
+
+def _run(src, *args, validate=False, **launch):
+    lib = bronze.compile_shader(src, validate=validate)
+    getattr(lib, lib.kernel_names[0])(*args, **launch)
+    bronze.synchronize()
+
+
+def _runaway():
+    bronze.set_kernel_time_limit(0.2)
+    try:
+        _run("kernel void spin(volatile device int* f, uint i [[thread_position_in_grid]]) { while (f[0] == 0) {} }",
+             bronze.zeros(1, dtype=bronze.int32))
+    finally:
+        bronze.set_kernel_time_limit(0)
+
+
+DIVIDE = "kernel void q(device int* o, constant int& d, uint i [[thread_position_in_grid]]) { o[i] = 1 / d; }"
+WILD = "kernel void w(device int* o, uint i [[thread_position_in_grid]]) { *(device int*)(16 + i) = 1; }"
+
+
 def _lib_int():
     return bronze.compile_shader("kernel void k(device int* o, constant int& a) { o[0] = a; }")
 
@@ -79,6 +104,10 @@ CASES = [
     ("Tensor.random_(from, to)", "past int64", lambda: bronze.ones(2, dtype=bronze.int64).random_(0, 2**70), ValueError, "does not fit in int64"),
     ("Tensor.record_stream(s)", "an int", lambda: bronze.ones(2).record_stream(5), TypeError, "must be a bronze.Stream"),
     ("arange(start, end, step)", "zero step", lambda: bronze.arange(0, 1, 0), ValueError, "step must be nonzero"),
+    ("arange(start, end, step)", "values its dtype cannot hold", lambda: bronze.arange(250, 260, dtype=bronze.uint8),
+     ValueError, "259 does not fit uint8"),
+    ("arange(start, end, step)", "an infinite end", lambda: bronze.arange(0, float("inf")), ValueError, "finite"),
+    ("arange(start, end, step)", "a str", lambda: bronze.arange("3"), TypeError, "arange end must be a number"),
     ("tensor(data)", "non-numeric elements", lambda: bronze.tensor([object()]), TypeError, "cannot make a tensor"),
     ("from_dlpack(obj)", "no __dlpack__", lambda: bronze.from_dlpack([1, 2]), TypeError, "needs an object with __dlpack__"),
     ("Tensor + Tensor", "shapes that do not broadcast", lambda: bronze.ones(3) + bronze.ones(4), ValueError, "do not broadcast"),
@@ -116,6 +145,11 @@ CASES = [
     ("full(size, value)", "a value the dtype cannot hold", lambda: bronze.full((3,), 300, dtype=bronze.uint8), ValueError, "300 does not fit uint8"),
     ("lib.k(*args)", "string for a scalar", lambda: _lib().full(bronze.ones(4), "x"), TypeError, "expected a number"),
     ("lib.k(threads=)", "a grid past the buffer, validate=True", _write_past_the_end, bronze.DeviceError, "out-of-bounds access to 'out' at index 4"),
+    ("lib.k(*args)", "a read-only NumPy array for a written buffer", _read_only_output, bronze.KernelArgumentError, "is a read-only array"),
+    ("lib.k(*args)", "a division by zero, validate=True", lambda: _run(DIVIDE, bronze.zeros(2, dtype=bronze.int32), 0, validate=True), bronze.DeviceError, "integer division by zero at shader.metal:1:"),
+    ("lib.k(*args)", "an invalid memory access in the kernel", lambda: _run(WILD, bronze.zeros(2, dtype=bronze.int32)), bronze.DeviceError, "invalid memory access at 0x10 (SIGSEGV)"),
+    ("lib.k(*args)", "a kernel past the time limit", _runaway, bronze.DeviceError, "ran past the kernel time limit of 0.2 s"),
+    ("set_kernel_time_limit(s)", "negative", lambda: bronze.set_kernel_time_limit(-1), ValueError, "seconds >= 0"),
     ("lib.k(threads=)", "a bool", lambda: _lib().full(bronze.ones(4), 1.0, threads=True), TypeError, "an int or a tuple"),
     ("lib.k(threads=)", "2**64", lambda: _lib().full(bronze.ones(4), 1.0, threads=2**64), ValueError, "in [0, 2^32)"),
     ("lib.k(threads=)", "four dimensions", lambda: _lib().full(bronze.ones(4), 1.0, threads=(1, 1, 1, 1)), ValueError, "1 to 3 dimensions"),

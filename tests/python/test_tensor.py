@@ -127,3 +127,12 @@ def test_random_ops():
     assert b.dtype == bronze.bfloat16
     with pytest.raises(TypeError):
         bronze.empty(3, dtype=bronze.int32).uniform_()
+
+
+def test_integer_arange_is_exact_past_double_precision():
+    assert bronze.arange(2**53, 2**53 + 4).numpy().tolist() == [2**53 + k for k in range(4)]
+    assert bronze.arange(2**62, 2**63 - 1, 2**61).numpy().tolist() == [2**62, 2**62 + 2**61]
+    assert bronze.arange(10, 0, -3).numpy().tolist() == [10, 7, 4, 1]
+    assert bronze.arange(-5, 5, 4, dtype=bronze.int8).numpy().tolist() == [-5, -1, 3]
+    assert bronze.arange(np.int64(3)).numpy().tolist() == [0, 1, 2]
+    assert bronze.arange(0, 1, 0.25).numpy().tolist() == [0.0, 0.25, 0.5, 0.75]

@@ -114,7 +114,7 @@ class CpuDevice final : public runtime::DeviceImpl {
     q(s).enqueue(runtime::binary_op_name(op), "kernel",
                  [op, out, a, b] { kernels::binary_scalar(op, out, a, b); });
   }
-  void arange(runtime::StreamImpl& s, const runtime::View& out, double start, double step) override {
+  void arange(runtime::StreamImpl& s, const runtime::View& out, Scalar start, Scalar step) override {
     q(s).enqueue("arange", "fill", [out, start, step] { kernels::arange(out, start, step); });
   }
   void random(runtime::StreamImpl& s, const runtime::View& out, const runtime::RandomParams& p) override {

@@ -149,13 +149,18 @@ void binary_scalar(runtime::BinaryOp op, const View& out, const View& a, Scalar 
   });
 }
 
-void arange(const View& out, double start, double step) {
+void arange(const View& out, Scalar start, Scalar step) {
+  const bool exact = start.is_integral() && step.is_integral() && !is_floating(out.dtype);
+  const double a = start.to_double(), by = step.to_double();
+  // Unsigned arithmetic: the same bits as int64's, without its overflow rules.
+  const auto ia = static_cast<std::uint64_t>(start.to_int()), iby = static_cast<std::uint64_t>(step.to_int());
   dispatch(out.dtype, [&](auto tag) {
     using T = decltype(tag);
     T* o = typed<T>(out);
     ThreadPool::instance().parallel_for(out.numel(), kGrain, [&](std::int64_t b, std::int64_t e) {
       for (std::int64_t i = b; i < e; ++i)
-        o[i] = convert<T>(start + static_cast<double>(i) * step);
+        o[i] = exact ? convert<T>(static_cast<std::int64_t>(ia + static_cast<std::uint64_t>(i) * iby))
+                     : convert<T>(a + static_cast<double>(i) * by);
     });
   });
 }

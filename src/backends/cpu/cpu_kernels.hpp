@@ -14,7 +14,7 @@ void fill(const View& dst, Scalar v);
 void copy(const View& dst, const View& src);
 void binary(runtime::BinaryOp op, const View& out, const View& a, const View& b);
 void binary_scalar(runtime::BinaryOp op, const View& out, const View& a, Scalar b);
-void arange(const View& out, double start, double step);
+void arange(const View& out, Scalar start, Scalar step);
 void random(const View& out, const runtime::RandomParams& p);
 void matmul(const View& out, const View& a, const View& b);
 // Runs a kernel the CPU JIT compiled, its threadgroups spread over the pool.

@@ -267,14 +267,17 @@ class CudaDevice final : public runtime::DeviceImpl {
                      Scalar b) override {
     elementwise(s, op, out, a, nullptr, b.to_double(), b.to_int());
   }
-  void arange(runtime::StreamImpl& s, const runtime::View& out, double start, double step) override {
+  void arange(runtime::StreamImpl& s, const runtime::View& out, Scalar start, Scalar step) override {
     ctx_.make_current();
     OpTimer timer(timeline_, cs(s).handle(), s.id(), "arange", "fill");
     Geometry g = geometry({&out});
     void* o = out.data;
-    void* args[] = {&o, &start, &step, &g};
-    CUfunction f = kernels_.get(KernelCache::key(KernelCache::kArange, unsigned(out.dtype)),
-                                [&] { return arange_source(out.dtype); });
+    const bool exact = start.is_integral() && step.is_integral() && !is_floating(out.dtype);
+    double fa = start.to_double(), fby = step.to_double();
+    std::int64_t ia = start.to_int(), iby = step.to_int();
+    void* args[] = {&o, exact ? static_cast<void*>(&ia) : &fa, exact ? static_cast<void*>(&iby) : &fby, &g};
+    CUfunction f = kernels_.get(KernelCache::key(KernelCache::kArange, unsigned(out.dtype), exact),
+                                [&] { return arange_source(out.dtype, exact); });
     kernels_.launch_1d(f, g.n, cs(s).handle(), args);
   }
   void random(runtime::StreamImpl& s, const runtime::View& out, const runtime::RandomParams& p) override {

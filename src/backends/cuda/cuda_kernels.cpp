@@ -203,10 +203,12 @@ std::string fill_source(unsigned bytes) {
                  " d[offset_of(g, 0, i)] = (" + T + ")v;\n}\n");
 }
 
-std::string arange_source(DType t) {
-  return program("extern \"C\" __global__ void k(" + std::string(ctype(t)) +
-                 "* o, double start, double step, Geometry g) {\n  " BRONZE_GRID_LOOP " o[i] = " +
-                 store(t, "start + (double)i * step") + ";\n}\n");
+std::string arange_source(DType t, bool integer) {
+  // Integers wrap in unsigned arithmetic, as on the CPU (the range was checked).
+  const std::string value = integer ? "(long long)((u64)start + (u64)i * (u64)step)" : "start + (double)i * step";
+  const std::string number = integer ? "long long" : "double";
+  return program("extern \"C\" __global__ void k(" + std::string(ctype(t)) + "* o, " + number + " start, " + number +
+                 " step, Geometry g) {\n  " BRONZE_GRID_LOOP " o[i] = " + store(t, value) + ";\n}\n");
 }
 
 namespace {

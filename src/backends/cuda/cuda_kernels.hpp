@@ -72,7 +72,7 @@ std::string copy_source(DType dst, DType src);
 // vectorized: every operand contiguous and 16-byte aligned (128-bit accesses).
 std::string binary_source(DType t, runtime::BinaryOp op, bool scalar_operand, bool vectorized);
 std::string fill_source(unsigned bytes);  // a 1-, 2-, 4- or 8-byte pattern into every element, any strides
-std::string arange_source(DType t);
+std::string arange_source(DType t, bool integer);  // integer: int64 start and step
 // standard: (mean 0, std 1) normals or [0, 1) uniforms, stored as drawn (RandomParams::standard()).
 std::string random_source(DType t, runtime::RandomKind kind, bool wide, bool standard);
 
