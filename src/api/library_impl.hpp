@@ -32,6 +32,7 @@ struct LibraryImpl {
   std::vector<int> max_threads;      // per kernel: threads per threadgroup it can launch with
   std::vector<const void*> entries;  // the backend's function per kernel
   bool launch_record = true;         // entries take bronze's launch record (Metal); CUDA C++ kernels do not
+  bool validate = false;             // built with validate=True (CPU)
   // Empty: bound to `device`. Weak: the family owns its builds, and the
   // process's library cache owns the family.
   std::weak_ptr<LibraryFamily> family;

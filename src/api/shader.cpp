@@ -187,7 +187,9 @@ std::shared_ptr<detail::LibraryImpl> load_unit(const Device& d, const std::strin
 std::shared_ptr<detail::LibraryImpl> build_unit(const Device& d, const shader::TranslationUnit& tu, bool validate) {
   shader::ParsedSource ps = shader::parse(tu.text, tu.files.empty() ? "shader.metal" : tu.files[0].name);
   const runtime::ShaderBackend& backend = runtime::shader_backend(d.type);
-  return load_unit(d, tu.text, ps, build_module(backend, tu, ps, validate, runtime::device_impl(d).gpu_arch()));
+  auto lib = load_unit(d, tu.text, ps, build_module(backend, tu, ps, validate, runtime::device_impl(d).gpu_arch()));
+  lib->validate = validate;
+  return lib;
 }
 
 runtime::ModuleObject image_object(const std::vector<std::uint8_t>& bytes) {
@@ -461,6 +463,7 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
   l.entry = lib_->entries[index_];
   l.cooperative = ki.cooperative;
   l.launch_record = lib_->launch_record;
+  l.validate = lib_->validate;
   const std::uint32_t max_threads = static_cast<std::uint32_t>(lib_->max_threads[index_]);
   l.args.resize(nargs);
   l.keepalive.reserve(nargs + 1);  // the buffers and the library: one allocation
@@ -479,6 +482,7 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
       shader::check_buffer_dtype(p, t->dtype());
       l.args[i].ptr = t->data_ptr();
       l.args[i].bytes = t->nbytes();
+      l.args[i].name = p.name.c_str();
       if (auto keep = queued_use(t->storage())) l.keepalive.push_back(std::move(keep));
       if (!first_tensor) first_tensor = t;
       continue;

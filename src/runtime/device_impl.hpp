@@ -51,7 +51,9 @@ struct KernelLaunch {
   // GPU: the entry takes bronze's launch record (grid size, threadgroup
   // buffer offsets) first, as Metal entries do; CUDA C++ kernels do not.
   bool launch_record = true;
+  bool validate = false;  // a validate=True build (CPU): buffers are fenced too
   struct Arg {
+    const char* name = "";  // the parameter's, owned by the library
     void* ptr = nullptr;
     std::size_t inline_offset = SIZE_MAX;  // set: the argument is inline bytes
     std::size_t bytes = 0;                 // its size (bounds checks)

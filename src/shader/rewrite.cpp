@@ -106,6 +106,21 @@ std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderT
     }
     if (tok.kind != Token::Ident) continue;
     const std::string& x = tok.text;
+    if (validate && x == "reinterpret_cast" && t[i + 1].text == "<") {
+      // A bounds-checked buffer is a class: reinterpret_cast takes its
+      // pointer (bronze_rt::raw), and the fence checks what the cast reaches.
+      std::size_t k = i + 1;
+      for (int angle = 0; t[k].kind != Token::End; ++k) {
+        angle += t[k].text == "<" ? 1 : t[k].text == ">" ? -1 : t[k].text == ">>" ? -2 : 0;
+        if (angle <= 0) break;
+      }
+      if (t[k].kind == Token::End || t[k + 1].text != "(") continue;
+      std::size_t close = find(k + 2, [](const std::string&) { return false; });
+      if (t[close].text != ")") continue;
+      edits.push_back({t[k + 1].offset + 1, 0, "bronze_rt::raw("});
+      edits.push_back({t[close].offset, 0, ")"});
+      continue;
+    }
     if (x == "kernel" || x == "device" || x == "thread" || x == "threadgroup_imageblock") {
       if (t[i + 1].text != "::") blank(tok);
     } else if (x == "constant") {

@@ -165,6 +165,31 @@ TEST(ShaderDispatch, CompileAndRunFromCpp) {
   }
 }
 
+// A fault or a runaway in a kernel fails its launch (DeviceError at the
+// synchronize) and the device goes on; C++ callers get the same guard.
+TEST(ShaderDispatch, FaultsAndRunawaysFailOnlyTheirLaunch) {
+  auto lib = bronze::compile_shader(
+      "kernel void wild(device int* o, uint i [[thread_position_in_grid]]) { *(device int*)(64 + i) = 1; }\n"
+      "kernel void spin(volatile device int* f, uint i [[thread_position_in_grid]]) { while (f[0] == 0) {} }\n"
+      "kernel void fill(device int* o, uint i [[thread_position_in_grid]]) { o[i] = 3; }\n");
+  auto t = bronze::zeros({8}, bronze::DType::Int32);
+  lib.kernel("wild").dispatch({t});
+  try {
+    bronze::synchronize();
+    FAIL() << "the fault was not reported";
+  } catch (const bronze::DeviceError& e) {
+    EXPECT_NE(std::string(e.what()).find("kernel 'wild' stopped at an invalid memory access at 0x40"), std::string::npos)
+        << e.what();
+  }
+  bronze::set_kernel_time_limit(0.2);
+  lib.kernel("spin").dispatch({t});
+  EXPECT_THROW(bronze::synchronize(), bronze::DeviceError);
+  bronze::set_kernel_time_limit(0);
+  EXPECT_THROW(bronze::set_kernel_time_limit(-1), bronze::ValueError);
+  lib.kernel("fill").dispatch({t});
+  for (double v : t.to_double_vector()) EXPECT_EQ(v, 3.0);
+}
+
 // Inputs the fuzzer once crashed on (tests/fuzz/regressions): each must now
 // parse or fail with a bronze error, under any build.
 TEST(Parser, FuzzRegressionsDoNotCrash) {

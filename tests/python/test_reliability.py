@@ -2,6 +2,7 @@
 memory figures return to where they started."""
 
 import gc
+import re
 import os
 import subprocess
 import sys
@@ -231,3 +232,39 @@ def test_a_child_forked_before_bronze_started_works():
     assert lines[0] == "numpy worked [0, 0, 0, 0]"
     assert all(" worked" in line for line in lines[:6]), lines
     assert lines[6] == "parent 0 [7, 7, 7, 7]"
+
+
+DERIVED = """
+void put(device float* p, uint i) { p[i] = 1; }
+kernel void through_helper(device float* out, constant uint& k, uint i [[thread_position_in_grid]]) { put(out, i + k); }
+kernel void as_vectors(device float* out, device const float* in, uint i [[thread_position_in_grid]]) {
+  reinterpret_cast<device float4*>(out)[i] = reinterpret_cast<device const float4*>(in)[i] + 1.0f;
+}
+kernel void c_cast(device float* out, uint i [[thread_position_in_grid]]) { ((device float2*)out)[i] = float2(2.0f); }
+kernel void in_place(device float* a, device const float* b, uint i [[thread_position_in_grid]]) { a[i] = b[i] * 2.0f; }
+"""
+
+
+def test_validate_catches_accesses_through_derived_pointers():
+    lib = bronze.compile_shader(DERIVED, validate=True)
+    out, x = bronze.zeros(8), bronze.arange(8, dtype=bronze.float32)
+    # In range, the checked build computes what the plain one does.
+    lib.through_helper(out, 4, threads=4)
+    lib.as_vectors(out, x, threads=2)
+    bronze.synchronize()
+    assert out.numpy().tolist() == [1, 2, 3, 4, 5, 6, 7, 8]
+    lib.in_place(x, x)  # one buffer twice: one fenced copy
+    bronze.synchronize()
+    assert x.numpy().tolist() == [0, 2, 4, 6, 8, 10, 12, 14]
+    cases = [
+        (lambda: lib.through_helper(out, 6, threads=4), "'through_helper': a write past the end of 'out' (byte 32 of its 32)"),
+        (lambda: lib.as_vectors(bronze.zeros(12), x, threads=3), "'as_vectors': an access past the end of 'in' (byte 32 of its 32)"),
+        (lambda: lib.c_cast(out, threads=5), "'c_cast': a write past the end of 'out' (byte 32 of its 32)"),
+    ]
+    for launch, message in cases:
+        launch()
+        with pytest.raises(bronze.DeviceError, match=re.escape(message)):
+            bronze.synchronize()
+    lib.c_cast(out, threads=4)  # usable afterwards
+    bronze.synchronize()
+    assert out.numpy().tolist() == [2.0] * 8

@@ -1,11 +1,14 @@
 #include "backends/cpu/cpu_kernels.hpp"
 
 #include <algorithm>
+#include <csignal>
+#include <optional>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "backends/cpu/blas.hpp"
+#include "backends/cpu/fenced_buffers.hpp"
 #include "backends/cpu/kernel_guard.hpp"
 #include "backends/cpu/strided.hpp"
 #include "backends/cpu/thread_pool.hpp"
@@ -287,12 +290,18 @@ void run_jit_kernel(const runtime::KernelLaunch& l) {
   auto entry = reinterpret_cast<bronze_cpu_entry>(const_cast<void*>(l.entry));
   // Enough threads per chunk to amortize the hand-off; every group whole.
   std::int64_t grain = l.cooperative ? 1 : std::max<std::int64_t>(1, 16384 / static_cast<std::int64_t>(per_group));
+  std::optional<FencedBuffers> fenced;
+  if (l.validate) fenced.emplace(l, args);
   KernelGuard guard(l.name, runtime::kernel_time_limit());
   ThreadPool::instance().parallel_for(static_cast<std::int64_t>(groups), grain, [&](std::int64_t b, std::int64_t e) {
     auto part = [&] { entry(args.data(), &jl, static_cast<unsigned long long>(b), static_cast<unsigned long long>(e)); };
     guard.run(part);
   });
+  if (fenced) fenced->copy_back();
   if (fault.set) throw Error("kernel '" + std::string(l.name) + "': " + describe(fault));
+  if (auto f = guard.failure(); f && fenced && f->signal == SIGSEGV)
+    if (std::string what = fenced->explain(f->address, f->write); !what.empty())
+      throw Error("kernel '" + std::string(l.name) + "': " + what);
   guard.check();
 }
 

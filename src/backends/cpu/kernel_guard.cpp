@@ -123,9 +123,11 @@ bool complete_division(void* uctx) {
 std::uintptr_t stack_pointer(void* uctx) {
   return static_cast<std::uintptr_t>(static_cast<ucontext_t*>(uctx)->uc_mcontext.gregs[REG_RSP]);
 }
+bool write_fault(void* uctx) { return static_cast<ucontext_t*>(uctx)->uc_mcontext.gregs[REG_ERR] & 2; }
 #else
 bool complete_division(void*) { return false; }  // other CPUs do not trap on division
 std::uintptr_t stack_pointer(void*) { return 0; }
+bool write_fault(void*) { return false; }
 #endif
 
 // Not ours: what would have happened without bronze.
@@ -159,6 +161,7 @@ void on_signal(int sig, siginfo_t* info, void* uctx) {
   std::uintptr_t sp = stack_pointer(uctx);
   t->failure.signal = sig;
   t->failure.address = addr;
+  t->failure.write = sig == SIGSEGV && write_fault(uctx);
   // A fault within a frame's reach of the stack pointer is the stack running
   // into its guard: a frame is at most kMaxPrivateBytes (refused when built).
   t->failure.stack_overflow = (sig == SIGSEGV || sig == SIGBUS) && sp && addr + kStackReach > sp &&
@@ -277,6 +280,12 @@ bool KernelGuard::run(void (*fn)(void*), void* ctx) {
   std::lock_guard<std::mutex> g(mu_);
   if (!failed_.exchange(true)) failure_ = t.failure;
   return false;
+}
+
+std::optional<KernelGuard::Failure> KernelGuard::failure() const {
+  if (!failed_.load()) return std::nullopt;
+  std::lock_guard<std::mutex> g(mu_);
+  return failure_;
 }
 
 void KernelGuard::check() const {

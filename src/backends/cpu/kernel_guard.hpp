@@ -16,6 +16,7 @@
 #include <csignal>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 
 namespace bronze::cpu {
@@ -39,8 +40,10 @@ class KernelGuard {
   struct Failure {
     int signal = 0;             // the signal, or 0 for the time limit
     std::uintptr_t address = 0;
+    bool write = false;         // SIGSEGV: the access was a write (where the CPU says)
     bool stack_overflow = false;
   };
+  std::optional<Failure> failure() const;
 
  private:
   std::string kernel_;

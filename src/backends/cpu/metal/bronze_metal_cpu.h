@@ -35,6 +35,7 @@ struct bronze_bounded {
   bronze_bounded operator+(int64_t d) const { return bronze_bounded(p + d, n - d, name, fault); }
   bronze_bounded operator-(int64_t d) const { return bronze_bounded(p - d, n + d, name, fault); }
   operator T*() const { return p; }  // passing on to helpers: unchecked there
+  template <class U> explicit operator U*() const { return (U*)p; }  // (device float4*)buf
 };
 namespace bronze_rt {
 // validate=True: a buffer slot as the kernel's bounds-checked parameter.
@@ -47,6 +48,11 @@ template <class T> struct bounded_of<bronze_bounded<T>> {
 template <class P> inline P bounded(void* a, uint64_t bytes, const char* name, bronze_fault* f) {
   return bounded_of<P>::make(a, bytes, name, f);
 }
+// reinterpret_cast's operand under validate=True (rewrite.cpp): a checked
+// buffer gives its pointer, anything else passes through.
+template <class T> inline T* raw(const bronze_bounded<T>& b) { return b.p; }
+template <class T> inline T* raw(bronze_bounded<T>& b) { return b.p; }  // over raw(T&&) for lvalues
+template <class T> inline T&& raw(T&& x) { return (T&&)x; }
 }  // namespace bronze_rt
 
 #ifdef BRONZE_VALIDATE
