@@ -268,3 +268,110 @@ def test_validate_catches_accesses_through_derived_pointers():
     lib.c_cast(out, threads=4)  # usable afterwards
     bronze.synchronize()
     assert out.numpy().tolist() == [2.0] * 8
+
+
+API_MIX = r'''
+import random, threading, time
+import numpy as np
+import bronze
+
+lib = bronze.compile_shader("""
+kernel void axpb(device float* o, device const float* x, constant float& a, constant float& b,
+                 uint i [[thread_position_in_grid]]) { o[i] = a * x[i] + b; }
+kernel void sum(device const float* x, device float* o, uint i [[thread_position_in_grid]],
+                uint lane [[thread_index_in_simdgroup]]) {
+  float s = simd_sum(x[i]);
+  if (lane == 0) o[i / 32] = s;
+}
+""")
+stop = time.monotonic() + 3.0
+errors, calls = [], [0]
+
+def work(tid):
+    rnd = random.Random(tid)
+    own = bronze.Stream()
+    kept = []
+    while time.monotonic() < stop:
+        n, v = rnd.randint(1, 3000), float(rnd.randint(0, 99))
+        op = rnd.randrange(12)
+        try:
+            if op == 0:
+                a = bronze.full((n,), v) + bronze.arange(n, dtype=bronze.float32) * 2
+                assert np.array_equal(a.numpy(), v + 2 * np.arange(n, dtype=np.float32))
+            elif op == 1:
+                with bronze.stream(own):
+                    x, o = bronze.full((n,), v), bronze.empty(n)
+                    lib.axpb(o, x, 2.0, 1.0)
+                    e = bronze.Event()
+                    e.record()
+                e.synchronize()
+                assert (o.numpy() == 2 * v + 1).all()
+            elif op == 2:
+                o = bronze.zeros(8)
+                lib.sum(bronze.ones(256), o)
+                assert o.numpy().tolist() == [32.0] * 8
+            elif op == 3:
+                bronze.empty_cache()
+            elif op == 4:
+                kept.append(bronze.full((n,), v))
+                kept[-1].record_stream(own)
+                del kept[:-6]
+            elif op == 5:
+                st = bronze.memory_stats()
+                assert st["reserved_bytes.current"] >= st["allocated_bytes.current"]
+                bronze.current_allocated_memory(), bronze.driver_allocated_memory()
+            elif op == 6:
+                state = bronze.get_rng_state()
+                r = bronze.rand(64).numpy()
+                bronze.set_rng_state(state)
+                assert ((r >= 0) & (r < 1)).all()
+            elif op == 7:
+                a = bronze.arange(6, dtype=bronze.float32).reshape(2, 3)
+                c = bronze.empty(3, 2)
+                c.copy_(a.t())
+                assert (a @ c).numpy().tolist() == [[5, 14], [14, 50]]
+            elif op == 8:
+                s2 = bronze.Stream()
+                a, b = bronze.Event(enable_timing=True), bronze.Event(enable_timing=True)
+                a.record(own)
+                with bronze.stream(own):
+                    bronze.full((n,), v).fill_(1.0)
+                b.record(own)
+                b.wait(s2)
+                s2.synchronize()
+                assert a.elapsed_time(b) >= 0
+            elif op == 9:
+                bronze.synchronize()
+            elif op == 10:
+                try:
+                    bronze.profiler.start()
+                except bronze.ProfilerError:  # another thread's session
+                    continue
+                bronze.full((n,), v).fill_(2.0)
+                bronze.profiler.stop("/dev/null")
+            else:
+                r = bronze.randint(0, 10, (n,)).numpy()
+                assert ((r >= 0) & (r < 10)).all()
+        except Exception as e:
+            errors.append(f"thread {tid} op {op}: {e!r}")
+        calls[0] += 1
+    own.synchronize()
+
+start = bronze.current_allocated_memory()
+ts = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+import gc
+gc.collect()
+bronze.synchronize()
+assert errors == [], errors[:5]
+assert calls[0] > 80, calls
+assert bronze.current_allocated_memory() == start
+print("survived", calls[0])
+'''
+
+
+def test_eight_python_threads_mix_the_whole_api():
+    # In a child, so that a crash is a failure here rather than the end of the run.
+    r = subprocess.run([sys.executable, "-c", API_MIX], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "survived" in r.stdout, (r.returncode, r.stdout[-500:], r.stderr[-3000:])
