@@ -95,6 +95,12 @@ float64 = dtype.float64
 
 _host_alias_storage = host_alias
 
+from . import _arguments  # noqa: E402
+
+_arguments.shorten(globals(), [n for n in list(globals()) if not n.startswith("_")])
+for _cls in (Tensor, Stream, Event, device, Library):
+    _arguments.shorten_methods(_cls)
+
 __version__ = "0.1.0"
 
 

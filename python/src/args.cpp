@@ -9,6 +9,14 @@
 
 namespace bronze::py {
 
+std::string argument_types(const nb::args& args, const nb::kwargs& kwargs) {
+  std::string s;
+  for (nb::handle a : args) s += (s.empty() ? "" : ", ") + std::string(Py_TYPE(a.ptr())->tp_name);
+  for (auto [k, v] : kwargs)
+    s += (s.empty() ? "" : ", ") + nb::cast<std::string>(nb::str(k)) + "=" + Py_TYPE(v.ptr())->tp_name;
+  return s;
+}
+
 double number_arg(nb::handle h, const char* what) {
   if (!PyUnicode_Check(h.ptr()) && !PyBytes_Check(h.ptr())) {
     const double d = PyFloat_AsDouble(h.ptr());  // float, int, or anything with __float__

@@ -41,6 +41,19 @@ void wait_until(const std::function<bool()>& done);
 // raises what failed).
 void wait_for_device(const Device& d);
 
+// The argument types of a call, "int, str, device=float", for messages.
+std::string argument_types(const nb::args& args, const nb::kwargs& kwargs);
+
+// The constructor overload tried last: arguments no other overload took are
+// a short TypeError saying what `name` takes (nanobind would list every
+// signature). Python functions get the same from bronze/_arguments.py.
+template <typename T, typename Class>
+void refuse_other_arguments(Class& cls, const char* name, const char* takes) {
+  cls.def("__init__", [name, takes](T*, nb::args args, nb::kwargs kwargs) {
+    throw TypeError(std::string(name) + "() takes " + takes + "; got (" + argument_types(args, kwargs) + ")");
+  });
+}
+
 double number_arg(nb::handle h, const char* what);       // a real number (not a bool)
 std::int64_t integer_arg(nb::handle h, const char* what);  // an int or NumPy integer (not a bool), range-checked
 

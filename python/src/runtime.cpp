@@ -46,8 +46,8 @@ std::optional<DeviceType> parse_type(const std::optional<std::string>& t) {
 void bind_runtime(nb::module_& m) {
   nb::enum_<DeviceType>(m, "DeviceType").value("cpu", DeviceType::CPU).value("cuda", DeviceType::CUDA);
 
-  nb::class_<Device>(m, "device", "A bronze device: 'cpu' or 'cuda:N'.")
-      .def(nb::init<>())
+  auto device_cls = nb::class_<Device>(m, "device", "A bronze device: 'cpu' or 'cuda:N'.");
+  device_cls.def(nb::init<>())
       .def("__init__", [](Device* d, const std::string& s) { new (d) Device(Device::parse(s)); })
       .def("__init__", [](Device* d, const std::string& type, int index) {
         new (d) Device(Device::parse(type + ":" + std::to_string(index)));
@@ -59,6 +59,7 @@ void bind_runtime(nb::module_& m) {
       .def("__eq__", [](const Device& a, const Device& b) { return a == b; })
       .def("__eq__", [](const Device& a, const std::string& b) { return a == Device::parse(b); })
       .def("__hash__", [](const Device& d) { return static_cast<int>(d.type) * 1024 + d.index; });
+  refuse_other_arguments<Device>(device_cls, "device", "a str ('cpu', 'cuda', 'cuda:1') or a type and an index");
   nb::implicitly_convertible<std::string, Device>();
 
   nb::class_<DeviceProperties>(m, "DeviceProperties")
@@ -90,8 +91,10 @@ void bind_runtime(nb::module_& m) {
   m.def("synchronize", [](OptDevice d) { wait_for_device(d ? *d : current_device()); },
         nb::arg("device") = nb::none());
 
-  nb::class_<Stream>(m, "Stream", "An ordered queue of device work.")
-      .def(nb::init<OptDevice>(), nb::arg("device") = nb::none())
+  auto stream_cls = nb::class_<Stream>(m, "Stream", "An ordered queue of device work.");
+  stream_cls.def(nb::init<OptDevice>(), nb::arg("device") = nb::none());
+  refuse_other_arguments<Stream>(stream_cls, "Stream", "(device=None)");
+  stream_cls
       .def_prop_ro("device", &Stream::device)
       .def_prop_ro("id", &Stream::id)
       .def("synchronize", [](const Stream& s) {
@@ -110,12 +113,14 @@ void bind_runtime(nb::module_& m) {
   m.def("set_stream", [](nb::handle s) { Stream::set_current(class_arg<Stream>(s, "set_stream(s)", "a bronze.Stream")); },
         nb::arg("stream"));
 
-  nb::class_<Event>(m, "Event", "A point in a stream; with enable_timing, a timestamp.")
-      .def("__init__", [](Event* e, nb::handle enable_timing) {
-        if (!PyBool_Check(enable_timing.ptr()))
-          throw TypeError(std::string("enable_timing must be True or False, got ") + Py_TYPE(enable_timing.ptr())->tp_name);
-        new (e) Event(enable_timing.ptr() == Py_True);
-      }, nb::arg("enable_timing") = false)
+  auto event_cls = nb::class_<Event>(m, "Event", "A point in a stream; with enable_timing, a timestamp.");
+  event_cls.def("__init__", [](Event* e, nb::handle enable_timing) {
+    if (!PyBool_Check(enable_timing.ptr()))
+      throw TypeError(std::string("enable_timing must be True or False, got ") + Py_TYPE(enable_timing.ptr())->tp_name);
+    new (e) Event(enable_timing.ptr() == Py_True);
+  }, nb::arg("enable_timing") = false);
+  refuse_other_arguments<Event>(event_cls, "Event", "(enable_timing=False)");
+  event_cls
       .def("record", &Event::record, nb::arg("stream") = nb::none())
       .def("wait", &Event::wait, nb::arg("stream") = nb::none())
       .def("query", &Event::query)

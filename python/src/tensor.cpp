@@ -350,10 +350,10 @@ void bind_tensor(nb::module_& m) {
   BRONZE_RBIN("__rtruediv__", rdiv)
 #undef BRONZE_RBIN
   cls.def("__neg__", [](const Tensor& a) { return mul(a, Scalar(std::int64_t{-1})); });
-  cls.def("__iadd__", [](Tensor& a, const Tensor& b) -> Tensor& { return a.copy_(add(a, b)); }, nb::rv_policy::none);
-  cls.def("__iadd__", [](Tensor& a, double b) -> Tensor& { return a.copy_(add(a, Scalar(b))); }, nb::rv_policy::none);
-  cls.def("__imul__", [](Tensor& a, const Tensor& b) -> Tensor& { return a.copy_(mul(a, b)); }, nb::rv_policy::none);
-  cls.def("__imul__", [](Tensor& a, double b) -> Tensor& { return a.copy_(mul(a, Scalar(b))); }, nb::rv_policy::none);
+  cls.def("__iadd__", [](Tensor& a, const Tensor& b) -> Tensor& { return a.copy_(add(a, b)); }, nb::rv_policy::none, nb::is_operator());
+  cls.def("__iadd__", [](Tensor& a, double b) -> Tensor& { return a.copy_(add(a, Scalar(b))); }, nb::rv_policy::none, nb::is_operator());
+  cls.def("__imul__", [](Tensor& a, const Tensor& b) -> Tensor& { return a.copy_(mul(a, b)); }, nb::rv_policy::none, nb::is_operator());
+  cls.def("__imul__", [](Tensor& a, double b) -> Tensor& { return a.copy_(mul(a, Scalar(b))); }, nb::rv_policy::none, nb::is_operator());
 
   m.def("mm", [](nb::handle a, nb::handle b) {
     return mm(class_arg<Tensor>(a, "mm(a, b): a", "a bronze.Tensor"), class_arg<Tensor>(b, "mm(a, b): b", "a bronze.Tensor"));

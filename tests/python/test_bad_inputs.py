@@ -1,3 +1,4 @@
+import inspect
 import pathlib
 
 import pytest
@@ -19,3 +20,39 @@ def test_bad_input_raises_clearly(entry, what, call, exc, words):
 
 def test_document_matches_the_table():
     assert DOC.read_text() == render(), "docs/bad-inputs.md is stale: python tests/python/bad_inputs.py > docs/bad-inputs.md"
+
+
+def _entry_points():
+    """Every public callable of bronze, Tensor, Stream, Event and device."""
+    t, s, e = bronze.ones(4), bronze.Stream(), bronze.Event()
+    found = {n: getattr(bronze, n) for n in dir(bronze)
+             if not n.startswith("_") and callable(getattr(bronze, n)) and not inspect.ismodule(getattr(bronze, n))}
+    for prefix, obj in (("Tensor.", t), ("Stream.", s), ("Event.", e)):
+        for n in dir(type(obj)):
+            if n.startswith("_"):
+                continue
+            try:
+                f = getattr(obj, n)
+            except Exception:  # a property that needs another shape (t.T on 1-d)
+                continue
+            if callable(f):
+                found[prefix + n] = f
+    return found
+
+
+def test_no_entry_point_answers_with_a_signature_dump():
+    dumps = []
+    for name, f in sorted(_entry_points().items()):
+        for args in [(object(),) * 7, (object(),)]:
+            try:
+                f(*args)
+            except TypeError as ex:
+                if "incompatible function arguments" in str(ex) or "\n" in str(ex):
+                    dumps.append(f"{name}{len(args)}: {ex}")
+            except BaseException:  # other refusals are the table's business
+                pass
+    try:
+        bronze.synchronize()
+    except bronze.DeviceError:
+        pass
+    assert dumps == []
