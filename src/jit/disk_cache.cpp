@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -174,7 +175,7 @@ std::string DiskCache::status() const {
 void DiskCache::degrade(const std::string& why) {
   std::lock_guard<std::mutex> g(mu_);
   if (!writable_.exchange(false)) return;  // the first reason stands
-  status_ = dir_ + " (read-only, " + why + "; entries are still used, new builds go to private folders under " +
+  status_ = dir_ + " (not written to: " + why + "; entries are still used, new builds go to private folders under " +
             temp_base() + ")";
 }
 
@@ -247,7 +248,15 @@ DiskCache::Counters DiskCache::counters() const {
 }
 
 std::string DiskCache::make_work_dir() {
-  // In the cache when it is writable, so storing is a rename.
+  // In the cache when it is writable, so storing is a rename. A file
+  // system nearly full would fail the build midway: the build goes elsewhere
+  // (a compile writes a few MiB at most).
+  constexpr unsigned long long kMinFree = 32ull << 20;
+  struct statvfs fs;
+  if (writable() && ::statvfs(dir_.c_str(), &fs) == 0 && fs.f_blocks > 0 &&  // not procfs and the like
+      static_cast<unsigned long long>(fs.f_bavail) * fs.f_frsize < kMinFree)
+    degrade("full: " + std::to_string(static_cast<unsigned long long>(fs.f_bavail) * fs.f_frsize / 1024) +
+            " KiB free on its file system");
   if (writable()) {
     std::string d = make_build_dir(dir_);
     if (!d.empty()) return d;
