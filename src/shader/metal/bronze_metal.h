@@ -225,7 +225,7 @@ template <class T, int S, int... I> struct vec_traits<swz<T, S, I...>> { typedef
   BRONZE_S4(S, z, w, x, y, 2, 3, 0, 1) BRONZE_S4(S, x, y, x, y, 0, 1, 0, 1)
 
 template <class T, int N> struct vec_base;
-template <class T> struct vec_base<T, 2> {
+template <class T> struct alignas(2 * sizeof(T)) vec_base<T, 2> {  // Metal aligns a 2-vector to its size
   union { T s[2]; struct { T x, y; }; struct { T r, g; }; BRONZE_SWIZZLES2(2, x, y) BRONZE_SWIZZLES2(2, r, g) };
 };
 template <class T> struct alignas(4 * sizeof(T)) vec_base<T, 3> {  // padded to 4, as Metal
@@ -247,7 +247,10 @@ struct vec : vec_base<T, N> {
   typedef T value_type;
   vec() = default;  // uninitialized, as in Metal (and trivial: threadgroup arrays of vectors)
   vec(T v) { for (int i = 0; i < N; ++i) this->s[i] = v; }  // NOLINT: Metal widens scalars
-  vec(const vec& o) { for (int i = 0; i < N; ++i) this->s[i] = o.s[i]; }
+  // Whole-vector copies, so they stay one access (a 128-bit load or store
+  // for a float4): the swizzles' assignment makes the union's implicit
+  // assignment deleted, so operator= copies the storage itself.
+  vec(const vec& o) = default;
   template <class A, class B, class... C>
   vec(const A& a, const B& b, const C&... c) {
     static_assert(vec_traits<A>::n + vec_traits<B>::n + (0 + ... + vec_traits<C>::n) == N,
@@ -258,7 +261,10 @@ struct vec : vec_base<T, N> {
     (bronze_fill_(this->s, k, c), ...);
   }
   template <class U> explicit vec(const vec<U, N>& o) { for (int i = 0; i < N; ++i) this->s[i] = T(o.s[i]); }
-  vec& operator=(const vec& o) { for (int i = 0; i < N; ++i) this->s[i] = o.s[i]; return *this; }
+  vec& operator=(const vec& o) {
+    BRONZE_MEMCPY(this->s, o.s, sizeof(this->s));
+    return *this;
+  }
   T& operator[](int i) { return this->s[i]; }
   const T& operator[](int i) const { return this->s[i]; }
 
