@@ -10,6 +10,7 @@ import sys
 import time
 
 import bronze
+import kernel_ports
 
 DEV = "cuda:0"
 
@@ -82,6 +83,10 @@ def main():
     row("MSL add4 kernel vs copy bandwidth", 3 * bytes_out / ours / 1e9, 2 * bytes_out / copy / 1e9,
         "torch clone (D2D copy)", "GB/s", True)
 
+    # Metal written like real libraries' kernels against line-by-line CUDA C++ ports.
+    del a, b, c, ta, tb
+    kernel_ports.run(row, best, bsync, 2 * bytes_out / copy / 1e9, DEV)
+
     launch_overheads(row, bsync, tsync, cupy, torch)
     compile_times(row, cupy, torch)
 
@@ -111,9 +116,9 @@ def main():
 
     print(f"\nbronze {bronze.__version__} on {bronze.get_device_properties(DEV).name}; torch {torch.__version__}"
           + (f", cupy {cupy.__version__}" if cupy else ""))
-    print(f"{'benchmark':<34} {'bronze':>10} {'peer':>10}  {'unit':<8} {'ratio':>6}  peer")
+    print(f"{'benchmark':<42} {'bronze':>10} {'peer':>10}  {'unit':<8} {'ratio':>6}  peer")
     for name, ours, peer, peer_name, unit, ratio in rows:
-        print(f"{name:<34} {ours:10.3f} {peer:10.3f}  {unit:<8} {ratio:6.2f}  {peer_name}")
+        print(f"{name:<42} {ours:10.3f} {peer:10.3f}  {unit:<8} {ratio:6.2f}  {peer_name}")
 
 
 NOOP_CUDA = 'extern "C" __global__ void noop(float* x) {}'
