@@ -247,9 +247,10 @@ struct vec : vec_base<T, N> {
   typedef T value_type;
   vec() = default;  // uninitialized, as in Metal (and trivial: threadgroup arrays of vectors)
   vec(T v) { for (int i = 0; i < N; ++i) this->s[i] = v; }  // NOLINT: Metal widens scalars
-  // Whole-vector copies, so they stay one access (a 128-bit load or store
-  // for a float4): the swizzles' assignment makes the union's implicit
-  // assignment deleted, so operator= copies the storage itself.
+  // A whole-vector copy (one 128-bit access for a float4). Assignment goes
+  // element by element (the swizzles' assignment deletes the union's
+  // implicit one), which compilers merge into one access; a memcpy would
+  // lose the alignment on NVRTC and copy bytes.
   vec(const vec& o) = default;
   template <class A, class B, class... C>
   vec(const A& a, const B& b, const C&... c) {
@@ -261,10 +262,7 @@ struct vec : vec_base<T, N> {
     (bronze_fill_(this->s, k, c), ...);
   }
   template <class U> explicit vec(const vec<U, N>& o) { for (int i = 0; i < N; ++i) this->s[i] = T(o.s[i]); }
-  vec& operator=(const vec& o) {
-    BRONZE_MEMCPY(this->s, o.s, sizeof(this->s));
-    return *this;
-  }
+  vec& operator=(const vec& o) { for (int i = 0; i < N; ++i) this->s[i] = o.s[i]; return *this; }
   T& operator[](int i) { return this->s[i]; }
   const T& operator[](int i) const { return this->s[i]; }
 
