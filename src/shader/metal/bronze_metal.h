@@ -224,15 +224,20 @@ template <class T, int S, int... I> struct vec_traits<swz<T, S, I...>> { typedef
   BRONZE_S4(S, w, z, y, x, 3, 2, 1, 0) BRONZE_S4(S, y, z, w, x, 1, 2, 3, 0) BRONZE_S4(S, x, x, x, x, 0, 0, 0, 0) \
   BRONZE_S4(S, z, w, x, y, 2, 3, 0, 1) BRONZE_S4(S, x, y, x, y, 0, 1, 0, 1)
 
+// raw_: the storage as one aligned aggregate, which vec's assignment copies
+// whole (one 128-bit access for a float4).
 template <class T, int N> struct vec_base;
 template <class T> struct alignas(2 * sizeof(T)) vec_base<T, 2> {  // Metal aligns a 2-vector to its size
-  union { T s[2]; struct { T x, y; }; struct { T r, g; }; BRONZE_SWIZZLES2(2, x, y) BRONZE_SWIZZLES2(2, r, g) };
+  union { T s[2]; struct { T x, y; }; struct { T r, g; }; BRONZE_SWIZZLES2(2, x, y) BRONZE_SWIZZLES2(2, r, g)
+          struct alignas(2 * sizeof(T)) { T v[2]; } raw_; };
 };
 template <class T> struct alignas(4 * sizeof(T)) vec_base<T, 3> {  // padded to 4, as Metal
-  union { T s[4]; struct { T x, y, z; }; struct { T r, g, b; }; BRONZE_SWIZZLES3(4, x, y, z) BRONZE_SWIZZLES3(4, r, g, b) };
+  union { T s[4]; struct { T x, y, z; }; struct { T r, g, b; }; BRONZE_SWIZZLES3(4, x, y, z) BRONZE_SWIZZLES3(4, r, g, b)
+          struct alignas(4 * sizeof(T)) { T v[4]; } raw_; };
 };
 template <class T> struct alignas(4 * sizeof(T)) vec_base<T, 4> {
-  union { T s[4]; struct { T x, y, z, w; }; struct { T r, g, b, a; }; BRONZE_SWIZZLES4(4, x, y, z, w) BRONZE_SWIZZLES4(4, r, g, b, a) };
+  union { T s[4]; struct { T x, y, z, w; }; struct { T r, g, b, a; }; BRONZE_SWIZZLES4(4, x, y, z, w) BRONZE_SWIZZLES4(4, r, g, b, a)
+          struct alignas(4 * sizeof(T)) { T v[4]; } raw_; };
 };
 
 template <class T> inline void bronze_fill_(T* d, int& k, const T& v) { d[k++] = v; }
@@ -247,10 +252,11 @@ struct vec : vec_base<T, N> {
   typedef T value_type;
   vec() = default;  // uninitialized, as in Metal (and trivial: threadgroup arrays of vectors)
   vec(T v) { for (int i = 0; i < N; ++i) this->s[i] = v; }  // NOLINT: Metal widens scalars
-  // A whole-vector copy (one 128-bit access for a float4). Assignment goes
-  // element by element (the swizzles' assignment deletes the union's
-  // implicit one), which compilers merge into one access; a memcpy would
-  // lose the alignment on NVRTC and copy bytes.
+  // Whole-vector copies: one access for a float4 in memory, not four. The
+  // swizzles' assignment deletes the union's implicit one, so assignment
+  // copies raw_ (a memcpy would lose the alignment on NVRTC and copy bytes).
+  // Operators take their operands by value for the same reason: a load
+  // through a reference goes element by element.
   vec(const vec& o) = default;
   template <class A, class B, class... C>
   vec(const A& a, const B& b, const C&... c) {
@@ -262,21 +268,24 @@ struct vec : vec_base<T, N> {
     (bronze_fill_(this->s, k, c), ...);
   }
   template <class U> explicit vec(const vec<U, N>& o) { for (int i = 0; i < N; ++i) this->s[i] = T(o.s[i]); }
-  vec& operator=(const vec& o) { for (int i = 0; i < N; ++i) this->s[i] = o.s[i]; return *this; }
+  vec& operator=(const vec& o) {
+    this->raw_ = o.raw_;
+    return *this;
+  }
   T& operator[](int i) { return this->s[i]; }
   const T& operator[](int i) const { return this->s[i]; }
 
 #define BRONZE_VEC_OP(op)                                                                          \
-  friend vec operator op(vec a, const vec& b) { for (int i = 0; i < N; ++i) a.s[i] = a.s[i] op b.s[i]; return a; } \
+  friend vec operator op(vec a, vec b) { for (int i = 0; i < N; ++i) a.s[i] = a.s[i] op b.s[i]; return a; } \
   friend vec operator op(vec a, T b) { for (int i = 0; i < N; ++i) a.s[i] = a.s[i] op b; return a; }     \
   friend vec operator op(T a, vec b) { for (int i = 0; i < N; ++i) b.s[i] = a op b.s[i]; return b; }     \
-  vec& operator op##=(const vec& b) { return *this = *this op b; }                                  \
+  vec& operator op##=(vec b) { return *this = *this op b; }                                         \
   vec& operator op##=(T b) { return *this = *this op b; }
   BRONZE_VEC_OP(+) BRONZE_VEC_OP(-) BRONZE_VEC_OP(*) BRONZE_VEC_OP(/)
 #undef BRONZE_VEC_OP
 #define BRONZE_VEC_IOP(op)                                                                         \
   template <class U = T, class = decltype(U(1) op U(1))>                                            \
-  friend vec operator op(vec a, const vec& b) { for (int i = 0; i < N; ++i) a.s[i] = a.s[i] op b.s[i]; return a; } \
+  friend vec operator op(vec a, vec b) { for (int i = 0; i < N; ++i) a.s[i] = a.s[i] op b.s[i]; return a; } \
   template <class U = T, class = decltype(U(1) op U(1))>                                            \
   friend vec operator op(vec a, T b) { for (int i = 0; i < N; ++i) a.s[i] = a.s[i] op b; return a; }
   BRONZE_VEC_IOP(%) BRONZE_VEC_IOP(&) BRONZE_VEC_IOP(|) BRONZE_VEC_IOP(^) BRONZE_VEC_IOP(<<) BRONZE_VEC_IOP(>>)
