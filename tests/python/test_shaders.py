@@ -644,3 +644,23 @@ def test_library_for_another_host_rebuilds_from_source():
     x = bronze.empty(2)
     lib.full(x, 1.5)
     assert x.numpy().tolist() == [1.5, 1.5]
+
+
+def test_half_constants_convert_exactly_at_compile_time():
+    # Constant-initialized halves take the constant-expression conversion
+    # (by hand on CUDA, where run time uses the cvt instruction); MLX checks
+    # half arithmetic in static_asserts.
+    values = [0.1, 1 / 3, 1 + 2 ** -11, 1 + 3 * 2 ** -11, 65504.0, 65519.0, 65520.0, 70000.0, 2 ** -24,
+              2 ** -25, 1.5 * 2 ** -25, 3 * 2 ** -26, 6.1e-5, 2 ** -14 - 2 ** -24, -0.0, -2.75, 1e-9]
+    listed = ", ".join(f"half({v!r}f)" for v in values)
+    lib = compile(f"""
+    constant constexpr half table[] = {{{listed}}};
+    static_assert(half(1.5h) * half(3.0h) == half(4.5h), "half arithmetic in a constant expression");
+    static_assert(float(half(0.1f)) == 0.0999755859375f, "half to float in a constant expression");
+    kernel void k(device float* out, uint i [[thread_position_in_grid]]) {{ out[i] = float(table[i]); }}""")
+    out = bronze.empty(len(values))
+    lib.k(out)
+    with np.errstate(over="ignore"):  # 70000 and 65520 round to inf
+        expected = np.array(values, dtype=np.float32).astype(np.float16).astype(np.float32)
+    np.testing.assert_array_equal(out.numpy(), expected)
+    assert np.signbit(out.numpy()[values.index(-0.0)])

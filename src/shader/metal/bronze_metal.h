@@ -9,7 +9,6 @@
 #include "launch_abi.h"
 #if defined(__CUDACC_RTC__)
 #define BRONZE_CUDA 1
-#define BRONZE_HALF_CONSTEXPR  /* half converts by an instruction: not in constant expressions */
 #define BRONZE_M(f) ::f            /* CUDA's device math library */
 #define BRONZE_MEMCPY ::memcpy
 #define BRONZE_INF __int_as_float(0x7f800000)
@@ -19,7 +18,6 @@
 #define BRONZE_CTZ32(x) (__ffs(x) - 1)
 #else
 #define BRONZE_CUDA 0
-#define BRONZE_HALF_CONSTEXPR constexpr
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -51,24 +49,66 @@ typedef unsigned long long uint64_t;
 // half as Metal has it: implicit conversions both ways; half op half and
 // half op integer give half, half op float gives float. Arithmetic goes
 // through float, which rounds +-*/ exactly as native half arithmetic.
+// The conversions by hand, for constant expressions (MLX checks half
+// arithmetic in static_asserts); at run time one instruction does each.
+constexpr unsigned short bronze_f32_to_f16(float f) {  // round to nearest even
+  const unsigned int x = __builtin_bit_cast(unsigned int, f), sign = (x >> 16) & 0x8000u;
+  const unsigned int exp = (x >> 23) & 0xffu;
+  unsigned int mant = x & 0x7fffffu;
+  if (exp == 0xffu) return (unsigned short)(sign | 0x7c00u | (mant ? 0x200u : 0u));
+  const int e = (int)exp - 112;  // the half's biased exponent
+  if (e >= 31) return (unsigned short)(sign | 0x7c00u);
+  if (e <= 0) {  // a subnormal half, or zero
+    if (e < -11) return (unsigned short)sign;
+    mant |= 0x800000u;
+    const unsigned int shift = (unsigned int)(14 - e), m = mant >> shift, rest = mant & ((1u << shift) - 1u),
+                       halfway = 1u << (shift - 1u);
+    return (unsigned short)(sign | (m + (rest > halfway || (rest == halfway && (m & 1u)))));
+  }
+  const unsigned int h = sign | ((unsigned int)e << 10) | (mant >> 13), rest = mant & 0x1fffu;
+  return (unsigned short)(h + (rest > 0x1000u || (rest == 0x1000u && (h & 1u))));  // a carry rounds up to inf
+}
+constexpr float bronze_f16_to_f32(unsigned short h) {
+  const unsigned int sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu;
+  unsigned int mant = h & 0x3ffu;
+  if (exp == 0x1fu) return __builtin_bit_cast(float, sign | 0x7f800000u | (mant << 13));
+  if (exp) return __builtin_bit_cast(float, sign | ((exp + 112u) << 23) | (mant << 13));
+  if (!mant) return __builtin_bit_cast(float, sign);
+  unsigned int e = 113;  // a subnormal half is a normal float
+  while (!(mant & 0x400u)) {
+    mant <<= 1;
+    --e;
+  }
+  return __builtin_bit_cast(float, sign | (e << 23) | ((mant & 0x3ffu) << 13));
+}
+inline unsigned short bronze_cvt_f16(float f) {
+  unsigned short b;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(b) : "f"(f));
+  return b;
+}
+inline float bronze_cvt_f32(unsigned short h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+
 struct half {
   unsigned short bits;
   half() = default;
-  half(float f) { asm("cvt.rn.f16.f32 %0, %1;" : "=h"(bits) : "f"(f)); }  // NOLINT
-  half(double d) : half((float)d) {}                                       // NOLINT
-  half(int i) : half((float)i) {}                                          // NOLINT
-  half(unsigned int i) : half((float)i) {}                                 // NOLINT
-  half(long i) : half((float)i) {}                                         // NOLINT
-  half(unsigned long i) : half((float)i) {}                                // NOLINT
-  half(long long i) : half((float)i) {}                                    // NOLINT
-  half(unsigned long long i) : half((float)i) {}                           // NOLINT
-  half(short i) : half((float)i) {}                                        // NOLINT
-  half(unsigned short i) : half((float)i) {}                               // NOLINT
-  half(bool b) : half(b ? 1.0f : 0.0f) {}                                  // NOLINT
-  operator float() const {
-    float f;
-    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(bits));
-    return f;
+  constexpr half(float f)  // NOLINT
+      : bits(__builtin_is_constant_evaluated() ? bronze_f32_to_f16(f) : bronze_cvt_f16(f)) {}
+  constexpr half(double d) : half((float)d) {}                             // NOLINT
+  constexpr half(int i) : half((float)i) {}                                // NOLINT
+  constexpr half(unsigned int i) : half((float)i) {}                       // NOLINT
+  constexpr half(long i) : half((float)i) {}                               // NOLINT
+  constexpr half(unsigned long i) : half((float)i) {}                      // NOLINT
+  constexpr half(long long i) : half((float)i) {}                          // NOLINT
+  constexpr half(unsigned long long i) : half((float)i) {}                 // NOLINT
+  constexpr half(short i) : half((float)i) {}                              // NOLINT
+  constexpr half(unsigned short i) : half((float)i) {}                     // NOLINT
+  constexpr half(bool b) : half(b ? 1.0f : 0.0f) {}                        // NOLINT
+  constexpr operator float() const {
+    return __builtin_is_constant_evaluated() ? bronze_f16_to_f32(bits) : bronze_cvt_f32(bits);
   }
 };
 template <class U> struct half_mix;  // the result of half (op) U, for arithmetic U
@@ -82,39 +122,39 @@ BRONZE_HALF_INT(unsigned short) BRONZE_HALF_INT(char) BRONZE_HALF_INT(signed cha
 template <class R> struct half_calc { typedef float type; };  // compute in float, double for double
 template <> struct half_calc<double> { typedef double type; };
 #define BRONZE_HALF_OP(op)                                                                              \
-  inline half operator op(half a, half b) { return half(float(a) op float(b)); }                        \
-  template <class U, class R = typename half_mix<U>::type> inline R operator op(half a, U b) {           \
+  constexpr half operator op(half a, half b) { return half(float(a) op float(b)); }                     \
+  template <class U, class R = typename half_mix<U>::type> constexpr R operator op(half a, U b) {        \
     typedef typename half_calc<R>::type C;                                                              \
     return R(C(float(a)) op C(b));                                                                      \
   }                                                                                                     \
-  template <class U, class R = typename half_mix<U>::type> inline R operator op(U a, half b) {           \
+  template <class U, class R = typename half_mix<U>::type> constexpr R operator op(U a, half b) {        \
     typedef typename half_calc<R>::type C;                                                              \
     return R(C(a) op C(float(b)));                                                                      \
   }                                                                                                     \
-  inline half& operator op##=(half& a, half b) { return a = a op b; }                                   \
-  template <class U, class = typename half_mix<U>::type> inline half& operator op##=(half& a, U b) {     \
+  constexpr half& operator op##=(half& a, half b) { return a = a op b; }                                \
+  template <class U, class = typename half_mix<U>::type> constexpr half& operator op##=(half& a, U b) {  \
     return a = half(float(a) op float(b));                                                              \
   }
 BRONZE_HALF_OP(+) BRONZE_HALF_OP(-) BRONZE_HALF_OP(*) BRONZE_HALF_OP(/)
 #undef BRONZE_HALF_OP
 #define BRONZE_HALF_CMP(op)                                                                             \
-  inline bool operator op(half a, half b) { return float(a) op float(b); }                              \
-  template <class U, class = typename half_mix<U>::type> inline bool operator op(half a, U b) {          \
+  constexpr bool operator op(half a, half b) { return float(a) op float(b); }                           \
+  template <class U, class = typename half_mix<U>::type> constexpr bool operator op(half a, U b) {       \
     typedef typename half_calc<typename half_mix<U>::type>::type C;                                     \
     return C(float(a)) op C(b);                                                                         \
   }                                                                                                     \
-  template <class U, class = typename half_mix<U>::type> inline bool operator op(U a, half b) {          \
+  template <class U, class = typename half_mix<U>::type> constexpr bool operator op(U a, half b) {       \
     typedef typename half_calc<typename half_mix<U>::type>::type C;                                     \
     return C(a) op C(float(b));                                                                         \
   }
 BRONZE_HALF_CMP(<) BRONZE_HALF_CMP(>) BRONZE_HALF_CMP(<=) BRONZE_HALF_CMP(>=) BRONZE_HALF_CMP(==) BRONZE_HALF_CMP(!=)
 #undef BRONZE_HALF_CMP
-inline half operator-(half a) {
-  half r;
+constexpr half operator-(half a) {
+  half r{};
   r.bits = (unsigned short)(a.bits ^ 0x8000u);
   return r;
 }
-inline half operator+(half a) { return a; }
+constexpr half operator+(half a) { return a; }
 #else
 typedef _Float16 half;
 #endif
@@ -128,7 +168,7 @@ struct bfloat {
   bfloat() = default;
   constexpr explicit bfloat(float f) : bits(round(__builtin_bit_cast(unsigned int, f))) {}  // round to nearest even
   constexpr explicit bfloat(double d) : bfloat((float)d) {}
-  BRONZE_HALF_CONSTEXPR explicit bfloat(half h) : bfloat((float)h) {}
+  constexpr explicit bfloat(half h) : bfloat((float)h) {}
 #define BRONZE_BF_FROM(T) constexpr bfloat(T i) : bfloat((float)i) {}  // NOLINT
   BRONZE_BF_FROM(int) BRONZE_BF_FROM(unsigned int) BRONZE_BF_FROM(long) BRONZE_BF_FROM(unsigned long)
   BRONZE_BF_FROM(long long) BRONZE_BF_FROM(unsigned long long) BRONZE_BF_FROM(short)
@@ -630,7 +670,7 @@ BRONZE_FLOAT_LIMITS(float, constexpr, 32, unsigned int, 0x7f7fffffu, 0x00800000u
 BRONZE_FLOAT_LIMITS(double, constexpr, 64, unsigned long long, 0x7fefffffffffffffull, 0x0010000000000000ull,
                     0x3cb0000000000000ull, 53)
 BRONZE_FLOAT_LIMITS(bfloat, constexpr, 16, unsigned short, 0x7f7fu, 0x0080u, 0x3c00u, 8)
-BRONZE_FLOAT_LIMITS(half, BRONZE_HALF_CONSTEXPR, 16, unsigned short, 0x7bffu, 0x0400u, 0x1400u, 11)
+BRONZE_FLOAT_LIMITS(half, constexpr, 16, unsigned short, 0x7bffu, 0x0400u, 0x1400u, 11)
 #undef BRONZE_FLOAT_LIMITS
 // fast:: and precise:: hold the math functions themselves (using-
 // declarations, not a using-directive): a library that adds its own
