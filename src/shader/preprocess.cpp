@@ -175,7 +175,7 @@ const SourceFile* TranslationUnit::file(const std::string& name) const {
 const std::vector<std::string>& metal_predefined_macros() {
   static const std::vector<std::string> m = {
       "__METAL_VERSION__=320", "__METAL__=1",          "__METAL_MACOS__=1",
-      "__HAVE_BFLOAT__=1",     "__METAL_MEMORY_SCOPE_SYSTEM__=1",
+      "__HAVE_BFLOAT__=1",     "__METAL_MEMORY_SCOPE_SYSTEM__=3",
   };
   return m;
 }

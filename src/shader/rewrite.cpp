@@ -1,5 +1,6 @@
 #include "shader/rewrite.hpp"
 
+#include <cctype>
 #include <algorithm>
 
 namespace bronze::shader {
@@ -86,8 +87,12 @@ std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderT
     if (tok.kind == Token::Number) {
       char last = tok.text.back();
       bool hex = tok.text.size() > 1 && (tok.text[1] == 'x' || tok.text[1] == 'X');
-      if ((last == 'h' || last == 'H') && !hex)  // half literal
+      if ((last == 'h' || last == 'H') && !hex) {  // half literal
         edits.push_back({tok.offset, tok.text.size(), "((half)" + tok.text.substr(0, tok.text.size() - 1) + ")"});
+      } else if (!hex && tok.text.find_first_of(".eE") != std::string::npos && (std::isdigit((unsigned char)last) || last == '.')) {
+        // Metal has no double: an unsuffixed floating literal is a float.
+        edits.push_back({tok.offset + tok.text.size(), 0, "f"});
+      }
       continue;
     }
     if (tok.text == "{") ++depth;
@@ -119,6 +124,12 @@ std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderT
       if (t[close].text != ")") continue;
       edits.push_back({t[k + 1].offset + 1, 0, "bronze_rt::raw("});
       edits.push_back({t[close].offset, 0, ")"});
+      continue;
+    }
+    if (x == "coherent" && t[i + 1].text == "(") {  // coherent(system) device T*: both compilers see all writes
+      std::size_t close = find(i + 2, [](const std::string&) { return false; });
+      for (std::size_t q = i; q <= close && t[q].kind != Token::End; ++q) blank(t[q]);
+      i = close;
       continue;
     }
     if (x == "kernel" || x == "device" || x == "thread" || x == "threadgroup_imageblock") {

@@ -664,3 +664,53 @@ def test_half_constants_convert_exactly_at_compile_time():
         expected = np.array(values, dtype=np.float32).astype(np.float16).astype(np.float32)
     np.testing.assert_array_equal(out.numpy(), expected)
     assert np.signbit(out.numpy()[values.index(-0.0)])
+
+
+def test_memory_scopes_fences_coherence_and_internal_traits():
+    # MLX's fence kernels: scopes and orders, a system scope the library
+    # defines from __METAL_MEMORY_SCOPE_SYSTEM__, coherent(system) buffers,
+    # Metal's internal trait spellings; and a library's own erf, which
+    # Metal lacks (a second one would make the call ambiguous).
+    lib = compile("""
+    namespace metal {
+    constexpr constant metal::thread_scope thread_scope_system = static_cast<thread_scope>(__METAL_MEMORY_SCOPE_SYSTEM__);
+    }
+    template <typename T> constexpr constant bool is_word = _disjunction<is_same<T, int>, is_same<T, uint>>::value;
+    static_assert(is_word<uint> && !is_word<float>, "internal traits");
+    static_assert(conjunction_v<is_same<int, int>, is_same<uint, uint>> && negation_v<is_same<int, float>>, "traits");
+    float erf(float x) { return x > 0 ? 1.0f : -1.0f; }
+    constexpr int rows = make_uniform(4);
+    [[kernel]] void publish(volatile coherent(system) device uint* stamp [[buffer(0)]], constant uint& value [[buffer(1)]],
+                            device float* signs [[buffer(2)]], uint i [[thread_position_in_grid]]) {
+      float local[rows] = {0};
+      stamp[i] = value + i;
+      metal::atomic_thread_fence(metal::mem_flags::mem_device, metal::memory_order_seq_cst, metal::thread_scope_system);
+      metal::threadgroup_barrier(metal::mem_flags::mem_threadgroup);
+      atomic_thread_fence(mem_flags::mem_threadgroup, memory_order_acq_rel, thread_scope_threadgroup);
+      signs[i] = erf(float(i) - 1.5f) + local[i % rows];
+    }""")
+    stamp, signs = bronze.zeros(4, dtype=bronze.uint32), bronze.zeros(4)
+    lib.publish(stamp, 5, signs)
+    assert stamp.numpy().tolist() == [5, 6, 7, 8]
+    assert signs.numpy().tolist() == [-1, -1, 1, 1]
+
+
+def test_unsuffixed_literals_are_float_and_metal_constants_exist():
+    # Metal has no double: 2.0 is a float, so brace-initializing floats from
+    # it is no narrowing, and arithmetic rounds in float.
+    lib = compile("""
+    struct pair { float a, b; };
+    pair halve(float r, float s) { auto a = (r + s) / 2.0; auto b = 1.0e0 / 3.0; return {a, b}; }
+    kernel void k(device float* out, uint i [[thread_position_in_grid]]) {
+      pair p = halve(3.0, 4.0);
+      const float c[] = {M_LN10_F, M_LOG2E_F, M_SQRT1_2_F, M_2_SQRTPI_F, float(M_PI_2_H), FLT_EPSILON, FLT_MIN,
+                         MAXFLOAT, float(HALF_MIN), float(INT_MAX), float(UINT_MAX), p.a, p.b};
+      out[i] = c[i];
+    }""")
+    out = bronze.empty(13)
+    lib.k(out)
+    f = np.float32
+    expected = [np.log(10), np.log2(np.e), np.sqrt(0.5), 2 / np.sqrt(np.pi), np.float16(np.pi / 2),
+                np.finfo(f).eps, np.finfo(f).tiny, np.finfo(f).max, np.finfo(np.float16).tiny, 2 ** 31 - 1,
+                2 ** 32 - 1, 3.5, f(1) / f(3)]
+    np.testing.assert_array_equal(out.numpy(), np.array(expected, dtype=np.float64).astype(f))

@@ -424,6 +424,17 @@ template <bool B, class T, class F> struct conditional { typedef T type; };
 template <class T, class F> struct conditional<false, T, F> { typedef F type; };
 template <bool B, class T, class F> using conditional_t = typename conditional<B, T, F>::type;
 template <class T> struct type_identity { typedef T type; };
+template <class... B> struct disjunction : false_type {};
+template <class B, class... R> struct disjunction<B, R...> : conditional_t<bool(B::value), B, disjunction<R...>> {};
+template <class... B> struct conjunction : true_type {};
+template <class B, class... R> struct conjunction<B, R...> : conditional_t<bool(B::value), conjunction<R...>, B> {};
+template <class B> struct negation : bool_constant<!bool(B::value)> {};
+template <class... B> constexpr bool disjunction_v = disjunction<B...>::value;
+template <class... B> constexpr bool conjunction_v = conjunction<B...>::value;
+template <class B> constexpr bool negation_v = negation<B>::value;
+// The spellings Metal's own headers use (#pragma METAL internals; MLX too).
+template <class... B> using _disjunction = disjunction<B...>;
+template <class... B> using _conjunction = conjunction<B...>;
 #define BRONZE_STRIP(name, pattern)                                                                 \
   template <class T> struct name { typedef T type; };                                               \
   template <class T> struct name<pattern> { typedef T type; };                                      \
@@ -442,7 +453,7 @@ template <class T> using remove_cvref_t = typename remove_cvref<T>::type;
 template <class T> struct remove_address_space { typedef T type; };
 template <class T> using remove_address_space_t = T;
 template <class T> using uniform = T;  // Metal marks values uniform across threads; a value here
-template <class T> inline T make_uniform(T v) { return v; }
+template <class T> constexpr T make_uniform(T v) { return v; }  // constexpr: MLX sizes arrays with it
 template <class T> struct remove_addrspace { typedef T type; };
 template <class T> using remove_addrspace_t = T;
 template <class T> struct decay { typedef remove_cvref_t<T> type; };
@@ -515,7 +526,8 @@ template <class T> using vec_element_t = typename vec_traits<remove_cv_t<T>>::el
 namespace metal {
 template <class T> using elem_t = typename vec_traits<T>::elem;
 
-// Metal's set (no log1p, expm1 or cbrt: libraries define their own). No
+// Metal's set (no erf, log1p, expm1 or cbrt: libraries define their own, and
+// a second definition here would make their calls ambiguous). No
 // bfloat overloads, as in Metal: a bfloat argument converts to float.
 #define BRONZE_MATH1(name, f32, f64)                                                               \
   inline float name(float x) { return f32(x); }                                                     \
@@ -542,7 +554,6 @@ BRONZE_MATH1(ceil, BRONZE_M(ceilf), BRONZE_M(ceil))
 BRONZE_MATH1(round, BRONZE_M(roundf), BRONZE_M(round))
 BRONZE_MATH1(rint, BRONZE_M(rintf), BRONZE_M(rint))
 BRONZE_MATH1(trunc, BRONZE_M(truncf), BRONZE_M(trunc))
-BRONZE_MATH1(erf, BRONZE_M(erff), BRONZE_M(erf))
 BRONZE_MATH1(fabs, BRONZE_M(fabsf), BRONZE_M(fabs))
 BRONZE_MATH1(asinh, BRONZE_M(asinhf), BRONZE_M(asinh))
 BRONZE_MATH1(acosh, BRONZE_M(acoshf), BRONZE_M(acosh))
@@ -677,7 +688,7 @@ BRONZE_FLOAT_LIMITS(half, constexpr, 16, unsigned short, 0x7bffu, 0x0400u, 0x140
 // overloads there (MLX's bfloat math) still finds these by qualified lookup.
 #define BRONZE_MATH_NAMES(X)                                                                          \
   X(abs) X(acos) X(acosh) X(asin) X(asinh) X(atan) X(atan2) X(atanh) X(ceil) X(clamp) X(copysign) X(cos) \
-  X(cosh) X(cospi) X(cross) X(distance) X(divide) X(dot) X(erf) X(exp) X(exp10) X(exp2) X(fabs) X(fdim)   \
+  X(cosh) X(cospi) X(cross) X(distance) X(divide) X(dot) X(exp) X(exp10) X(exp2) X(fabs) X(fdim)   \
   X(floor) X(fma) X(fmax) X(fmax3) X(fmedian3) X(fmin) X(fmin3) X(fmod) X(fract) X(frexp) X(isfinite)     \
   X(isinf) X(isnan) X(ldexp) X(length) X(length_squared) X(log) X(log10) X(log2) X(max) X(max3)         \
   X(median3) X(min) X(min3) X(mix) X(nextafter) X(normalize) X(pow) X(powr) X(rint) X(round) X(rsqrt)    \
@@ -695,18 +706,76 @@ namespace precise = metal::precise;
 #ifndef METAL_FUNC
 #define METAL_FUNC inline __attribute__((__always_inline__))
 #endif
+// Metal's limit macros and math constants (metal_types, metal_math).
 #define INFINITY (BRONZE_INF)
+#define HUGE_VALF (BRONZE_INF)
 #define NAN (BRONZE_QNAN)
+#define MAXFLOAT 3.402823466e+38f
 #define FLT_MAX 3.402823466e+38f
+#define FLT_MIN 1.175494351e-38f
+#define FLT_EPSILON 1.1920928955e-07f
+#define FLT_DIG 6
+#define FLT_MANT_DIG 24
+#define FLT_MAX_EXP 128
+#define FLT_MIN_EXP (-125)
+#define FLT_MAX_10_EXP 38
+#define FLT_MIN_10_EXP (-37)
+#define FLT_RADIX 2
 #define HALF_MAX ((half)65504.0f)
-#define M_PI_F 3.14159265358979323846f
+#define HALF_MIN ((half)6.103515625e-05f)
+#define HALF_EPSILON ((half)9.765625e-04f)
+#define CHAR_BIT 8
+#define SCHAR_MAX 127
+#define SCHAR_MIN (-128)
+#define UCHAR_MAX 255
+#define CHAR_MAX SCHAR_MAX
+#define CHAR_MIN SCHAR_MIN
+#define SHRT_MAX 32767
+#define SHRT_MIN (-32768)
+#define USHRT_MAX 65535
+#define INT_MAX 2147483647
+#define INT_MIN (-2147483647 - 1)
+#define UINT_MAX 0xffffffffu
+#define LONG_MAX 0x7fffffffffffffffL
+#define LONG_MIN (-0x7fffffffffffffffL - 1)
+#define ULONG_MAX 0xffffffffffffffffUL
+// As macros, as Metal has them: a library that defines one first keeps its own.
 #define M_E_F 2.71828182845904523536f
-#define M_LN2_F 0.69314718055994530942f
+#define M_LOG2E_F 1.44269504088896340736f
+#define M_LOG10E_F 0.434294481903251827651f
+#define M_LN2_F 0.693147180559945309417f
+#define M_LN10_F 2.30258509299404568402f
+#define M_PI_F 3.14159265358979323846f
+#define M_PI_2_F 1.57079632679489661923f
+#define M_PI_4_F 0.785398163397448309616f
+#define M_1_PI_F 0.318309886183790671538f
+#define M_2_PI_F 0.636619772367581343076f
+#define M_2_SQRTPI_F 1.12837916709551257390f
 #define M_SQRT2_F 1.41421356237309504880f
-#define M_PI_H ((half)3.14159265358979323846f)
+#define M_SQRT1_2_F 0.707106781186547524401f
+#define M_E_H ((half)M_E_F)
+#define M_LOG2E_H ((half)M_LOG2E_F)
+#define M_LOG10E_H ((half)M_LOG10E_F)
+#define M_LN2_H ((half)M_LN2_F)
+#define M_LN10_H ((half)M_LN10_F)
+#define M_PI_H ((half)M_PI_F)
+#define M_PI_2_H ((half)M_PI_2_F)
+#define M_PI_4_H ((half)M_PI_4_F)
+#define M_1_PI_H ((half)M_1_PI_F)
+#define M_2_PI_H ((half)M_2_PI_F)
+#define M_2_SQRTPI_H ((half)M_2_SQRTPI_F)
+#define M_SQRT2_H ((half)M_SQRT2_F)
+#define M_SQRT1_2_H ((half)M_SQRT1_2_F)
 
 // -------------------------------------------------------------- atomics
-enum memory_order { memory_order_relaxed };
+// Orders and scopes as Metal 3.2 names them. Scope values follow Apple's
+// headers (system, which libraries define themselves from
+// __METAL_MEMORY_SCOPE_SYSTEM__, is 3).
+enum memory_order { memory_order_relaxed, memory_order_acquire, memory_order_release, memory_order_acq_rel,
+                    memory_order_seq_cst };
+enum thread_scope { thread_scope_thread = 0, thread_scope_threadgroup = 1, thread_scope_device = 2,
+                    thread_scope_simdgroup = 4 };
+constexpr thread_scope bronze_scope_system = thread_scope(3);
 template <class T> struct bronze_atomic { T v; };
 typedef bronze_atomic<int> atomic_int;
 typedef bronze_atomic<uint> atomic_uint;
@@ -896,5 +965,22 @@ BRONZE_INTRINSIC4(simd_shuffle_and_fill_up) BRONZE_INTRINSIC4(simd_shuffle_and_f
 #undef BRONZE_INTRINSIC3
 #undef BRONZE_INTRINSIC4
 template <class A> inline A __metal_frexp(A x, int* e) { return metal::frexp(x, *e); }
+// What each backend defines outside namespace metal, reachable qualified too.
+namespace metal {
+using ::bronze_msl::atomic_thread_fence;
+using ::bronze_msl::memory_order;
+using ::bronze_msl::simdgroup_barrier;
+using ::bronze_msl::thread_scope;
+using ::bronze_msl::threadgroup_barrier;
+using ::bronze_msl::memory_order_relaxed;
+using ::bronze_msl::memory_order_acquire;
+using ::bronze_msl::memory_order_release;
+using ::bronze_msl::memory_order_acq_rel;
+using ::bronze_msl::memory_order_seq_cst;
+using ::bronze_msl::thread_scope_thread;
+using ::bronze_msl::thread_scope_threadgroup;
+using ::bronze_msl::thread_scope_device;
+using ::bronze_msl::thread_scope_simdgroup;
+}  // namespace metal
 template <class T> inline T __metal_get_simdgroup_size(T) { return T(32); }
 }  // namespace bronze_msl

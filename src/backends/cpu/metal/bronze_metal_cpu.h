@@ -412,6 +412,10 @@ inline void threadgroup_barrier(mem_flags = mem_flags::mem_none) {
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
   if (bronze_rt::cur_group) bronze_rt::yield_as(bronze_rt::WAIT_TG);
 }
+// A group's threads share one OS thread: every fence is a full one.
+inline void atomic_thread_fence(mem_flags, memory_order, thread_scope = thread_scope_device) {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
 inline void simdgroup_barrier(mem_flags = mem_flags::mem_none) {
   uint32_t m;
   uint l;

@@ -124,6 +124,13 @@ template <class T> constexpr bool is_word_int = same<T, int>::value || same<T, u
 
 inline void threadgroup_barrier(mem_flags = mem_flags::mem_none) { __syncthreads(); }
 inline void simdgroup_barrier(mem_flags = mem_flags::mem_none) { __syncwarp(__activemask()); }
+inline void atomic_thread_fence(mem_flags, memory_order order, thread_scope scope = thread_scope_device) {
+  if (order == memory_order_relaxed) return;
+  if (scope == thread_scope_thread) return;
+  if (scope == thread_scope_threadgroup || scope == thread_scope_simdgroup) __threadfence_block();
+  else if (scope == bronze_scope_system) __threadfence_system();
+  else __threadfence();
+}
 
 namespace metal {
 template <class T> inline T simd_sum(T x) { return bronze_rt::reduce(x, [](T a, T b) { return T(a + b); }); }
