@@ -11,6 +11,12 @@ ScalarType scalar_type(const std::string& type_in) {
   for (const char* prefix : {"metal::", "::", "packed_", "atomic_"})
     if (t.rfind(prefix, 0) == 0) t = t.substr(std::strlen(prefix));
   if (t.rfind("atomic<", 0) == 0 && t.back() == '>') t = t.substr(7, t.size() - 8);
+  // metal::array<T, N>: its elements are T (a list of N of them packs it).
+  if (t.rfind("array<", 0) == 0 && t.back() == '>' && t.rfind(',') != std::string::npos) {
+    std::string elem = t.substr(6, t.rfind(',') - 6);
+    while (!elem.empty() && elem.back() == ' ') elem.pop_back();
+    return scalar_type(elem);
+  }
   ScalarType st;
   char last = t.empty() ? ' ' : t.back();
   if (last >= '2' && last <= '4') {

@@ -18,7 +18,7 @@ struct ScalarType {
   bool is_unsigned = false;
   int lanes = 1;  // float4 -> 4
 };
-// "float", "metal::half4", "atomic_uint", "packed_float3" ...
+// "float", "metal::half4", "atomic_uint", "packed_float3", "metal::array<int, 3>" (int) ...
 ScalarType scalar_type(const std::string& type);
 
 // The Metal type name of a layout table's type code (bronze_rt::type_code

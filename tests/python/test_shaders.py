@@ -714,3 +714,18 @@ def test_unsuffixed_literals_are_float_and_metal_constants_exist():
                 np.finfo(f).eps, np.finfo(f).tiny, np.finfo(f).max, np.finfo(np.float16).tiny, 2 ** 31 - 1,
                 2 ** 32 - 1, 3.5, f(1) / f(3)]
     np.testing.assert_array_equal(out.numpy(), np.array(expected, dtype=np.float64).astype(f))
+
+
+def test_metal_array():
+    # metal::array as MLX's binary ops return it: an aggregate from braces.
+    lib = compile("""
+    template <typename T> metal::array<T, 2> divmod(T x, T y) { return {x / y, x % y}; }
+    kernel void k(device int* q, device int* r, constant metal::array<int, 3>& d, uint i [[thread_position_in_grid]]) {
+      metal::array<int, 2> v = divmod(int(i) + 10, d[i % d.size()]);
+      q[i] = v[0];
+      r[i] = v[1] + int(v.size()) * 100;
+    }""")
+    q, r = bronze.zeros(4, dtype=bronze.int32), bronze.zeros(4, dtype=bronze.int32)
+    lib.k(q, r, [3, 4, 5])
+    assert q.numpy().tolist() == [3, 2, 2, 4]
+    assert r.numpy().tolist() == [201, 203, 202, 201]

@@ -514,6 +514,20 @@ BRONZE_SIGN_PAIR(long long, unsigned long long)
 template <class T> using make_signed_t = typename make_signed<T>::type;
 template <class T> using make_unsigned_t = typename make_unsigned<T>::type;
 using ::bronze_msl::vec;  // metal::vec<T, N>
+// metal::array: an aggregate (array<T, 2>{a, b}), indexable in any address space.
+template <class T, unsigned long N> struct array {
+  T elems_[N > 0 ? N : 1];
+  constexpr T& operator[](unsigned long i) { return elems_[i]; }
+  constexpr const T& operator[](unsigned long i) const { return elems_[i]; }
+  constexpr unsigned long size() const { return N; }
+  constexpr bool empty() const { return N == 0; }
+  constexpr T* data() { return elems_; }
+  constexpr const T* data() const { return elems_; }
+  constexpr T* begin() { return elems_; }
+  constexpr const T* begin() const { return elems_; }
+  constexpr T* end() { return elems_ + N; }
+  constexpr const T* end() const { return elems_ + N; }
+};
 // Vector traits: is_vector_v, vec_elements<T>::value.
 template <class T> struct is_vector : false_type {};
 template <class T, int N> struct is_vector<vec<T, N>> : true_type {};
