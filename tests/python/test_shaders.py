@@ -729,3 +729,14 @@ def test_metal_array():
     lib.k(q, r, [3, 4, 5])
     assert q.numpy().tolist() == [3, 2, 2, 4]
     assert r.numpy().tolist() == [201, 203, 202, 201]
+
+
+def test_vector_braces_with_fewer_components_zero_the_rest():
+    lib = compile("""
+    kernel void k(device uint4* out, uint i [[thread_position_in_grid]]) {
+      uint4 ks = {i + 1, i + 2, (i + 1) ^ (i + 2)};
+      out[i] = ks;
+    }""")
+    out = bronze.zeros(8, dtype=bronze.uint32)
+    lib.k(out, threads=2)
+    assert out.numpy().tolist() == [1, 2, 3, 0, 2, 3, 1, 0]

@@ -300,12 +300,15 @@ struct vec : vec_base<T, N> {
   vec(const vec& o) = default;
   template <class A, class B, class... C>
   vec(const A& a, const B& b, const C&... c) {
-    static_assert(vec_traits<A>::n + vec_traits<B>::n + (0 + ... + vec_traits<C>::n) == N,
-                  "vector constructor: wrong number of components");
+    // Fewer components zero the rest: `uint4 k = {a, b, c}` is valid Metal
+    // (braces and a constructor call are one overload here).
+    static_assert(vec_traits<A>::n + vec_traits<B>::n + (0 + ... + vec_traits<C>::n) <= N,
+                  "vector constructor: too many components");
     int k = 0;
     bronze_fill_(this->s, k, a);
     bronze_fill_(this->s, k, b);
     (bronze_fill_(this->s, k, c), ...);
+    for (; k < N; ++k) this->s[k] = T(0);
   }
   template <class U> explicit vec(const vec<U, N>& o) { for (int i = 0; i < N; ++i) this->s[i] = T(o.s[i]); }
   vec& operator=(const vec& o) {
