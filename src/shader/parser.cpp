@@ -215,7 +215,10 @@ class Parser {
       std::string x = t(k).text;
       auto it = subst.find(x);
       if (it != subst.end() && t(k).kind == Token::Ident) x = it->second;
-      bool glue = s.empty() || x == "::" || x == "," || x == ">" || x == "*" || x == "&" ||
+      // The lexer splits `==`, `<=`, `&&` into single characters: keep them whole.
+      const bool one_operator = k > b && t(k).kind == Token::Punct && t(k - 1).kind == Token::Punct &&
+                                t(k - 1).offset + t(k - 1).text.size() == t(k).offset && x == t(k).text;
+      bool glue = s.empty() || one_operator || x == "::" || x == "," || x == ">" || x == "*" || x == "&" ||
                   (x == "<" && (std::isalnum(static_cast<unsigned char>(s.back())) || s.back() == '_')) ||
                   (s.size() >= 2 && s.compare(s.size() - 2, 2, "::") == 0) || s.back() == '<';
       s += glue ? x : " " + x;
@@ -884,10 +887,21 @@ class Parser {
   }
 
   // "sizeof(T) * (N) * (M)" for each `threadgroup T name[N][M];` in the
-  // body; the kernel's own constants (`constexpr int N = 64;`) are replaced
-  // by their values, since the expression is evaluated outside the kernel.
+  // body; the kernel's own constants (`constexpr int N = 64;`) and type
+  // aliases (`using K = Kernel<T, 4>;`, MLX's gemv and sort) are replaced by
+  // their values, since the expression is evaluated outside the kernel.
   std::vector<std::string> threadgroup_sizes(const KernelDef& def, const std::map<std::string, std::string>& subst) const {
     std::map<std::string, std::string> local = subst;
+    for (std::size_t k = def.body_begin; k + 3 < def.body_end; ++k) {
+      std::size_t end = k;
+      if (t(k).text == "using" && t(k + 1).kind == Token::Ident && t(k + 2).text == "=") {
+        while (end < def.body_end && t(end).text != ";") ++end;
+        local[t(k + 1).text] = text(k + 3, end, local);
+      } else if (t(k).text == "typedef") {
+        while (end < def.body_end && t(end).text != ";") ++end;
+        if (end - k >= 3 && t(end - 1).kind == Token::Ident) local[t(end - 1).text] = text(k + 1, end - 1, local);
+      }
+    }
     for (std::size_t k = def.body_begin; k + 2 < def.body_end; ++k) {
       if (t(k).text != "constexpr" && t(k).text != "const") continue;
       std::size_t e = k + 1;

@@ -740,3 +740,25 @@ def test_vector_braces_with_fewer_components_zero_the_rest():
     out = bronze.zeros(8, dtype=bronze.uint32)
     lib.k(out, threads=2)
     assert out.numpy().tolist() == [1, 2, 3, 0, 2, 3, 1, 0]
+
+
+def test_threadgroup_arrays_sized_through_local_aliases():
+    # MLX's gemv and sort: the size names a kernel-local alias of a class
+    # template and compares with ==.
+    lib = compile("""
+    template <typename T, int N> struct Tile { static constant constexpr int size = N; typedef T acc; };
+    template <typename T, int N>
+    kernel void k(device T* out, uint i [[thread_position_in_thread_group]]) {
+      using tile = Tile<T, N>;
+      typedef typename tile::acc acc_t;
+      threadgroup acc_t shared[tile::size == 0 ? 1 : tile::size];
+      shared[i] = acc_t(i * 2);
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+      out[i] = shared[(i + 1) % tile::size];
+    }
+    template [[host_name("k8")]] kernel void k<float, 8>(device float*, uint);""".replace(
+        "thread_position_in_thread_group", "thread_position_in_threadgroup"))
+    assert lib.k8.static_thread_group_memory_length == 32
+    out = bronze.zeros(8)
+    lib.k8(out, threads=8, group_size=8)
+    assert out.numpy().tolist() == [2, 4, 6, 8, 10, 12, 14, 0]
