@@ -54,18 +54,21 @@ struct ThreadState {
     }
     altstack = m;
   }
-  ~ThreadState() {
-    if (!altstack) return;
-    stack_t st{};
-    st.ss_flags = SS_DISABLE;
-    sigaltstack(&st, nullptr);
-    munmap(altstack, altstack_bytes);
-  }
+  ~ThreadState();
 };
 
 // The handler reads this without calling into the TLS machinery (which may
 // allocate): initial-exec, set before any kernel code runs on the thread.
 __attribute__((tls_model("initial-exec"))) thread_local ThreadState* t_state = nullptr;
+
+ThreadState::~ThreadState() {
+  t_state = nullptr;  // a signal while the thread exits finds no guard
+  if (!altstack) return;
+  stack_t st{};
+  st.ss_flags = SS_DISABLE;
+  sigaltstack(&st, nullptr);
+  munmap(altstack, altstack_bytes);
+}
 
 struct sigaction g_previous[NSIG];
 
