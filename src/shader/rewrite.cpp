@@ -147,7 +147,7 @@ std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderT
              t[k].text != "[" && t[k].text != "=" && t[k].text != "(" && t[k].text != ")" && t[k].text != ",")
         ++k;
       // After a parameter list it qualifies `this` (`f() threadgroup`).
-      bool qualifier = t[i - 1].text == ")" || t[i - 1].text == "const" || t[i - 1].text == "volatile";
+      bool qualifier = i > 0 && (t[i - 1].text == ")" || t[i - 1].text == "const" || t[i - 1].text == "volatile");
       bool variable = depth > 0 && !qualifier && t[k].text != "*" && t[k].text != "&" && t[k].text != ")" &&
                       t[k].text != ",";
       if (!variable) {

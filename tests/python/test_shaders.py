@@ -762,3 +762,17 @@ def test_threadgroup_arrays_sized_through_local_aliases():
     out = bronze.zeros(8)
     lib.k8(out, threads=8, group_size=8)
     assert out.numpy().tolist() == [2, 4, 6, 8, 10, 12, 14, 0]
+
+
+def test_vectors_in_constant_expressions():
+    # PyTorch's Eye.metal: a constexpr function returning a vector.
+    lib = compile("""
+    template <typename T> constexpr T one() { return static_cast<T>(1); }
+    template <> constexpr float2 one<float2>() { return float2(1.0, 0.0); }
+    constexpr float4 splat = float4(2.5f);
+    constexpr uint3 widened = uint3(int3(1, 2, 3));
+    static_assert(one<float2>()[0] == 1.0f && one<float2>()[1] == 0.0f && splat[3] == 2.5f && widened[2] == 3u, "");
+    kernel void k(device float2* out, uint i [[thread_position_in_grid]]) { out[i] = one<float2>() * splat.x; }""")
+    out = bronze.zeros(4)
+    lib.k(out, threads=2)
+    assert out.numpy().tolist() == [2.5, 0, 2.5, 0]

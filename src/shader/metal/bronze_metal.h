@@ -266,22 +266,32 @@ template <class T, int S, int... I> struct vec_traits<swz<T, S, I...>> { typedef
 
 // raw_: the storage as one aligned aggregate, which vec's assignment copies
 // whole (one 128-bit access for a float4).
+// vec_base(bronze_zeroed{}) starts the storage as the union's active member,
+// so vec's value constructors are constexpr (C++17 wants every member
+// initialized there); the default constructor stays trivial.
+struct bronze_zeroed {};
 template <class T, int N> struct vec_base;
 template <class T> struct alignas(2 * sizeof(T)) vec_base<T, 2> {  // Metal aligns a 2-vector to its size
+  vec_base() = default;
+  constexpr explicit vec_base(bronze_zeroed) : s{} {}
   union { T s[2]; struct { T x, y; }; struct { T r, g; }; BRONZE_SWIZZLES2(2, x, y) BRONZE_SWIZZLES2(2, r, g)
           struct alignas(2 * sizeof(T)) { T v[2]; } raw_; };
 };
 template <class T> struct alignas(4 * sizeof(T)) vec_base<T, 3> {  // padded to 4, as Metal
+  vec_base() = default;
+  constexpr explicit vec_base(bronze_zeroed) : s{} {}
   union { T s[4]; struct { T x, y, z; }; struct { T r, g, b; }; BRONZE_SWIZZLES3(4, x, y, z) BRONZE_SWIZZLES3(4, r, g, b)
           struct alignas(4 * sizeof(T)) { T v[4]; } raw_; };
 };
 template <class T> struct alignas(4 * sizeof(T)) vec_base<T, 4> {
+  vec_base() = default;
+  constexpr explicit vec_base(bronze_zeroed) : s{} {}
   union { T s[4]; struct { T x, y, z, w; }; struct { T r, g, b, a; }; BRONZE_SWIZZLES4(4, x, y, z, w) BRONZE_SWIZZLES4(4, r, g, b, a)
           struct alignas(4 * sizeof(T)) { T v[4]; } raw_; };
 };
 
-template <class T> inline void bronze_fill_(T* d, int& k, const T& v) { d[k++] = v; }
-template <class T, class U> inline void bronze_fill_(T* d, int& k, const U& v) {
+template <class T> constexpr void bronze_fill_(T* d, int& k, const T& v) { d[k++] = v; }
+template <class T, class U> constexpr void bronze_fill_(T* d, int& k, const U& v) {
   if constexpr (is_vec_<U>::value) { for (int i = 0; i < vec_traits<U>::n; ++i) d[k++] = T(v.s[i]); }
   else if constexpr (vec_traits<U>::n > 1) { bronze_fill_(d, k, typename U::result(v)); }
   else { d[k++] = T(v); }
@@ -291,7 +301,9 @@ template <class T, int N>
 struct vec : vec_base<T, N> {
   typedef T value_type;
   vec() = default;  // uninitialized, as in Metal (and trivial: threadgroup arrays of vectors)
-  vec(T v) { for (int i = 0; i < N; ++i) this->s[i] = v; }  // NOLINT: Metal widens scalars
+  constexpr vec(T v) : vec_base<T, N>(bronze_zeroed{}) {  // NOLINT: Metal widens scalars
+    for (int i = 0; i < N; ++i) this->s[i] = v;
+  }
   // Whole-vector copies: one access for a float4 in memory, not four. The
   // swizzles' assignment deletes the union's implicit one, so assignment
   // copies raw_ (a memcpy would lose the alignment on NVRTC and copy bytes).
@@ -299,7 +311,7 @@ struct vec : vec_base<T, N> {
   // through a reference goes element by element.
   vec(const vec& o) = default;
   template <class A, class B, class... C>
-  vec(const A& a, const B& b, const C&... c) {
+  constexpr vec(const A& a, const B& b, const C&... c) : vec_base<T, N>(bronze_zeroed{}) {
     // Fewer components zero the rest: `uint4 k = {a, b, c}` is valid Metal
     // (braces and a constructor call are one overload here).
     static_assert(vec_traits<A>::n + vec_traits<B>::n + (0 + ... + vec_traits<C>::n) <= N,
@@ -310,13 +322,17 @@ struct vec : vec_base<T, N> {
     (bronze_fill_(this->s, k, c), ...);
     for (; k < N; ++k) this->s[k] = T(0);
   }
-  template <class U> explicit vec(const vec<U, N>& o) { for (int i = 0; i < N; ++i) this->s[i] = T(o.s[i]); }
+  template <class U>
+  constexpr explicit vec(const vec<U, N>& o) : vec_base<T, N>(bronze_zeroed{}) {
+    for (int i = 0; i < N; ++i) this->s[i] = T(o.s[i]);
+  }
   vec& operator=(const vec& o) {
     this->raw_ = o.raw_;
     return *this;
   }
-  T& operator[](int i) { return this->s[i]; }
-  const T& operator[](int i) const { return this->s[i]; }
+  // Constant expressions read a vector by index (.x names another union member).
+  constexpr T& operator[](int i) { return this->s[i]; }
+  constexpr const T& operator[](int i) const { return this->s[i]; }
 
 #define BRONZE_VEC_OP(op)                                                                          \
   friend vec operator op(vec a, vec b) { for (int i = 0; i < N; ++i) a.s[i] = a.s[i] op b.s[i]; return a; } \
