@@ -45,14 +45,10 @@ def _wrap(f, name, method=False):
 
 
 def shorten(namespace, names):
-    """Wraps namespace.<name> (a module's functions) for each name."""
+    """Wraps the C++ functions among namespace[name] (a module's globals())."""
     for n in names:
-        f = namespace.get(n) if isinstance(namespace, dict) else getattr(namespace, n)
-        if type(f).__name__ == "nb_func":
-            if isinstance(namespace, dict):
-                namespace[n] = _wrap(f, n)
-            else:
-                setattr(namespace, n, _wrap(f, n))
+        if type(namespace[n]).__name__ == "nb_func":
+            namespace[n] = _wrap(namespace[n], n)
 
 
 def shorten_methods(cls, skip=()):
