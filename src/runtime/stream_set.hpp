@@ -21,13 +21,7 @@ class StreamSet {
 
   // True when every live stream has finished its work.
   bool query_all() {
-    std::vector<std::shared_ptr<S>> live;
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      for (auto& w : streams_)
-        if (auto s = w.lock()) live.push_back(std::move(s));
-    }
-    for (auto& s : live)
+    for (auto& s : live())
       if (!s->query()) return false;
     return true;
   }
@@ -35,20 +29,8 @@ class StreamSet {
   // Waits for every live stream; each is drained even when another reports
   // a failure, and the failures are raised together.
   void synchronize_all() {
-    std::vector<std::shared_ptr<S>> live;
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      for (auto it = streams_.begin(); it != streams_.end();) {
-        if (auto s = it->lock()) {
-          live.push_back(std::move(s));
-          ++it;
-        } else {
-          it = streams_.erase(it);
-        }
-      }
-    }
     std::string errors;
-    for (auto& s : live) {
+    for (auto& s : live()) {
       try {
         s->synchronize();
       } catch (const DeviceError& e) {
@@ -59,6 +41,21 @@ class StreamSet {
   }
 
  private:
+  // The streams still alive (the others are forgotten), held while used.
+  std::vector<std::shared_ptr<S>> live() {
+    std::vector<std::shared_ptr<S>> out;
+    std::lock_guard<std::mutex> g(mu_);
+    for (auto it = streams_.begin(); it != streams_.end();) {
+      if (auto s = it->lock()) {
+        out.push_back(std::move(s));
+        ++it;
+      } else {
+        it = streams_.erase(it);
+      }
+    }
+    return out;
+  }
+
   std::mutex mu_;
   std::vector<std::weak_ptr<S>> streams_;
 };

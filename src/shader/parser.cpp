@@ -892,24 +892,22 @@ class Parser {
   // their values, since the expression is evaluated outside the kernel.
   std::vector<std::string> threadgroup_sizes(const KernelDef& def, const std::map<std::string, std::string>& subst) const {
     std::map<std::string, std::string> local = subst;
-    for (std::size_t k = def.body_begin; k + 3 < def.body_end; ++k) {
-      std::size_t end = k;
+    auto statement_end = [&](std::size_t k) {
+      while (k < def.body_end && t(k).text != ";") ++k;
+      return k;
+    };
+    for (std::size_t k = def.body_begin; k + 2 < def.body_end; ++k) {  // in source order: later ones use earlier
       if (t(k).text == "using" && t(k + 1).kind == Token::Ident && t(k + 2).text == "=") {
-        while (end < def.body_end && t(end).text != ";") ++end;
-        local[t(k + 1).text] = text(k + 3, end, local);
+        local[t(k + 1).text] = text(k + 3, statement_end(k), local);
       } else if (t(k).text == "typedef") {
-        while (end < def.body_end && t(end).text != ";") ++end;
+        std::size_t end = statement_end(k);
         if (end - k >= 3 && t(end - 1).kind == Token::Ident) local[t(end - 1).text] = text(k + 1, end - 1, local);
+      } else if (t(k).text == "constexpr" || t(k).text == "const") {
+        std::size_t e = k + 1;
+        while (e < def.body_end && t(e).text != "=" && t(e).text != ";" && t(e).text != "(" && t(e).text != "[") ++e;
+        if (t(e).text != "=" || t(e - 1).kind != Token::Ident) continue;
+        local[t(e - 1).text] = "(" + text(e + 1, statement_end(e + 1), local) + ")";
       }
-    }
-    for (std::size_t k = def.body_begin; k + 2 < def.body_end; ++k) {
-      if (t(k).text != "constexpr" && t(k).text != "const") continue;
-      std::size_t e = k + 1;
-      while (e < def.body_end && t(e).text != "=" && t(e).text != ";" && t(e).text != "(" && t(e).text != "[") ++e;
-      if (t(e).text != "=" || t(e - 1).kind != Token::Ident) continue;
-      std::size_t end = e + 1;
-      while (end < def.body_end && t(end).text != ";") ++end;
-      local[t(e - 1).text] = "(" + text(e + 1, end, local) + ")";
     }
     std::vector<std::string> out;
     for (std::size_t k = def.body_begin; k < def.body_end; ++k) {
