@@ -40,6 +40,13 @@ void wait_until(const std::function<bool()>& done);
 // wait_until the device has finished its work, then synchronize it (which
 // raises what failed).
 void wait_for_device(const Device& d);
+// The same for a Stream or an Event.
+template <typename Waitable>
+void wait_for(const Waitable& w) {
+  wait_until([&] { return w.query(); });
+  nb::gil_scoped_release g;
+  w.synchronize();
+}
 
 // The argument types of a call, "int, str, device=float", for messages.
 std::string argument_types(const nb::args& args, const nb::kwargs& kwargs);

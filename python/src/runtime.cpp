@@ -97,11 +97,7 @@ void bind_runtime(nb::module_& m) {
   stream_cls
       .def_prop_ro("device", &Stream::device)
       .def_prop_ro("id", &Stream::id)
-      .def("synchronize", [](const Stream& s) {
-        wait_until([&] { return s.query(); });
-        nb::gil_scoped_release g;
-        s.synchronize();
-      })
+      .def("synchronize", &wait_for<Stream>)
       .def("query", &Stream::query)
       .def("__eq__", [](const Stream& a, const Stream& b) { return a == b; })
       .def("__hash__", [](const Stream& s) { return s.id(); })
@@ -124,11 +120,7 @@ void bind_runtime(nb::module_& m) {
       .def("record", &Event::record, nb::arg("stream") = nb::none())
       .def("wait", &Event::wait, nb::arg("stream") = nb::none())
       .def("query", &Event::query)
-      .def("synchronize", [](const Event& e) {
-        wait_until([&] { return e.query(); });
-        nb::gil_scoped_release g;
-        e.synchronize();
-      })
+      .def("synchronize", &wait_for<Event>)
       .def("elapsed_time", [](const Event& start, const Event& end) {
         wait_until([&] { return start.query() && end.query(); });
         nb::gil_scoped_release g;
