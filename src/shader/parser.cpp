@@ -301,7 +301,26 @@ class Parser {
       header_ = saved;
       return r;
     }
+    // `template <>` before a member function in class scope (MLX's operators
+    // for complex64_t) is valid Metal and Clang, not GCC (CWG 727): as a
+    // plain overload it is chosen for the same arguments.
+    if (in_class && close == i + 2 && deduced_specialization(close + 1)) out_.dropped.emplace_back(i, close);
     return declaration(close + 1, ns, tparams, in_class, header_ ? header_ : i);
+  }
+
+  // Whether the declaration at i is a function named without explicit
+  // template arguments (`R f(A)`, `R operator()(A)`, not `R f<float>(A)`).
+  bool deduced_specialization(std::size_t i) const {
+    for (int angle = 0; t(i).kind != Token::End && t(i).text != ";" && t(i).text != "{"; ++i) {
+      const std::string& x = t(i).text;
+      if (x == "operator") {  // the parameters follow the operator's own tokens: `()`, `+`, `==`
+        std::size_t k = i + (t(i + 1).text == "(" || t(i + 1).text == "[" ? 3 : 2);
+        return t(k).text == "(";
+      }
+      angle += (x == "<") - (x == ">") - 2 * (x == ">>");
+      if (x == "(" && angle == 0) return t(i - 1).kind == Token::Ident;
+    }
+    return false;
   }
 
   // A declaration or definition starting at i.
@@ -903,10 +922,20 @@ class Parser {
         std::size_t end = statement_end(k);
         if (end - k >= 3 && t(end - 1).kind == Token::Ident) local[t(end - 1).text] = text(k + 1, end - 1, local);
       } else if (t(k).text == "constexpr" || t(k).text == "const") {
-        std::size_t e = k + 1;
-        while (e < def.body_end && t(e).text != "=" && t(e).text != ";" && t(e).text != "(" && t(e).text != "[") ++e;
-        if (t(e).text != "=" || t(e - 1).kind != Token::Ident) continue;
-        local[t(e - 1).text] = "(" + text(e + 1, statement_end(e + 1), local) + ")";
+        // Each declarator with an initializer: `constexpr int BM = 32, BN = BM / 2;`.
+        for (std::size_t d = k + 1; d < def.body_end;) {
+          std::size_t end = d, eq = 0;
+          int depth = 0;
+          for (; end < def.body_end && t(end).text != ";" && (depth > 0 || t(end).text != ","); ++end) {
+            const std::string& x = t(end).text;
+            depth += (x == "(" || x == "[" || x == "{") - (x == ")" || x == "]" || x == "}");
+            if (depth < 0) break;
+            if (depth == 0 && x == "=" && !eq) eq = end;
+          }
+          if (eq && t(eq - 1).kind == Token::Ident) local[t(eq - 1).text] = "(" + text(eq + 1, end, local) + ")";
+          if (end >= def.body_end || t(end).text != ",") break;
+          d = end + 1;
+        }
       }
     }
     std::vector<std::string> out;

@@ -63,7 +63,8 @@ struct ParsedSource {
   std::vector<Defined> defined_queries;
   // Token ranges [first, last] to drop: member functions that differ from
   // another only in the address space of `this` (`f() threadgroup` beside
-  // `f() thread`), one function in bronze's single address space.
+  // `f() thread`), one function in bronze's single address space; the
+  // `template <>` of explicit specializations in class scope.
   std::vector<std::pair<std::size_t, std::size_t>> dropped;
 };
 

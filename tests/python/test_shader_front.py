@@ -280,6 +280,47 @@ kernel void tg(device float* out, uint l [[thread_position_in_threadgroup]], uin
     assert lib.tg.static_thread_group_memory_length >= 32
 
 
+def test_threadgroup_arrays_sized_by_several_constants_of_one_declaration():
+    lib = bronze.compile_shader("""
+kernel void tg(device float* out, uint l [[thread_position_in_threadgroup]]) {
+  constexpr int BM = 4, BK = BM * 2, pad[2] = {1, 2}, BN = min(BK, 6);
+  threadgroup float a[BM * BK];
+  threadgroup float b[BN + 1];
+  a[l] = float(l);
+  if (l < BN + 1) b[l] = 10.0f * l;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  out[l] = a[BM * BK - 1 - l] + (l < BN + 1 ? b[l] : 0.0f) + pad[1];
+}""")
+    out = bronze.zeros(32)
+    lib.tg(out, threads=32, group_size=32)
+    assert out.numpy().tolist() == [31 - l + (10.0 * l if l < 7 else 0) + 2 for l in range(32)]
+    assert lib.tg.static_thread_group_memory_length >= 4 * (32 + 7)
+
+
+def test_explicit_specializations_in_class_scope():
+    # MLX's operators specialize a member template inside the class (valid
+    # Metal and Clang, CWG 727); GCC takes them as overloads.
+    lib = bronze.compile_shader("""
+struct pair2 { float a, b; };
+struct Max {
+  template <typename T> T operator()(T x, T y) { return x > y ? x : y; }
+  template <> pair2 operator()(pair2 x, pair2 y) { return x.a > y.a ? x : y; }
+  template <typename T> static T twice(T x) { return x + x; }
+  template <> static int twice(int x) { return x * 100; }
+};
+template <typename Op>
+kernel void k(device float* out, uint i [[thread_position_in_grid]]) {
+  Op op;
+  pair2 p = op(pair2{float(i), 1.0f}, pair2{2.0f, 5.0f});
+  out[i] = op(float(i), 1.5f) + p.b + float(Op::twice(int(i))) + Op::twice(0.25f);
+}
+template [[host_name("k_max")]] kernel void k<Max>(device float*, uint);
+""")
+    out = bronze.zeros(4)
+    lib.k_max(out)
+    assert out.numpy().tolist() == [max(i, 1.5) + (1.0 if i > 2 else 5.0) + 100 * i + 0.5 for i in range(4)]
+
+
 def test_deduced_instantiation_runs():
     lib = bronze.compile_shader("""
 template <int N> struct Dims { int shape[N]; };

@@ -604,10 +604,10 @@ template <class T> inline T fract(T x) { return x - floor(x); }
 template <class T> inline T sign(T x) { return T((elem_t<T>(0) < x) - (x < elem_t<T>(0))); }
 inline float sign(float x) { return x > 0 ? 1.0f : x < 0 ? -1.0f : x; }
 
-template <class T> inline T abs(T x) { return x < T(0) ? T(-x) : x; }
+template <class T> constexpr T abs(T x) { return x < T(0) ? T(-x) : x; }
 template <class T, int N> inline vec<T, N> abs(vec<T, N> v) { for (int i = 0; i < N; ++i) v.s[i] = abs(v.s[i]); return v; }
-template <class T> inline T max(T a, T b) { return a < b ? b : a; }
-template <class T> inline T min(T a, T b) { return b < a ? b : a; }
+template <class T> constexpr T max(T a, T b) { return a < b ? b : a; }
+template <class T> constexpr T min(T a, T b) { return b < a ? b : a; }
 inline float max(float a, float b) { return BRONZE_M(fmaxf)(a, b); }
 inline float min(float a, float b) { return BRONZE_M(fminf)(a, b); }
 template <class T, int N> inline vec<T, N> max(vec<T, N> a, const vec<T, N>& b) { for (int i = 0; i < N; ++i) a.s[i] = max(a.s[i], b.s[i]); return a; }
@@ -735,6 +735,91 @@ namespace precise { BRONZE_MATH_NAMES(BRONZE_USING) }
 }  // namespace metal
 namespace fast = metal::fast;
 namespace precise = metal::precise;
+
+// --------------------------------------------------------------- matrices
+// matrix<T, Cols, Rows> (float4x4, half2x4): Cols column vectors of Rows
+// elements, column-major as Metal's; m[c] is column c. A scalar makes a
+// diagonal matrix, as in Metal; element types convert explicitly.
+namespace metal {
+template <class T, int C, int R>
+struct matrix {
+  static_assert(C >= 2 && C <= 4 && R >= 2 && R <= 4, "Metal's matrices are 2 to 4 columns of 2 to 4 rows");
+  vec<T, R> columns[C];
+  matrix() = default;
+  constexpr explicit matrix(T d) : columns{} {
+    for (int c = 0; c < C; ++c)
+      for (int r = 0; r < R; ++r) columns[c][r] = c == r ? d : T(0);
+  }
+  // C columns, or C x R scalars in column-major order.
+  template <class... A, class = typename bronze_if_<sizeof...(A) == C || sizeof...(A) == C * R>::type>
+  constexpr matrix(const A&... a) : columns{} {  // NOLINT
+    if constexpr (sizeof...(A) == C) {
+      int c = 0;
+      ((columns[c++] = vec<T, R>(a)), ...);
+    } else {
+      int k = 0;
+      ((columns[k / R][k % R] = T(a), ++k), ...);
+    }
+  }
+  template <class U>
+  constexpr explicit matrix(const matrix<U, C, R>& o) : columns{} {
+    for (int c = 0; c < C; ++c) columns[c] = vec<T, R>(o.columns[c]);
+  }
+  constexpr vec<T, R>& operator[](int c) { return columns[c]; }
+  constexpr const vec<T, R>& operator[](int c) const { return columns[c]; }
+#define BRONZE_MAT_OP(op)                                                                          \
+  friend matrix operator op(matrix a, const matrix& b) { for (int c = 0; c < C; ++c) a.columns[c] = a.columns[c] op b.columns[c]; return a; } \
+  matrix& operator op##=(const matrix& b) { return *this = *this op b; }
+  BRONZE_MAT_OP(+) BRONZE_MAT_OP(-)
+#undef BRONZE_MAT_OP
+  friend matrix operator*(matrix a, T s) { for (int c = 0; c < C; ++c) a.columns[c] = a.columns[c] * s; return a; }
+  friend matrix operator*(T s, const matrix& a) { return a * s; }
+  matrix& operator*=(T s) { return *this = *this * s; }
+  friend matrix operator-(matrix a) { for (int c = 0; c < C; ++c) a.columns[c] = -a.columns[c]; return a; }
+  // m * v: a combination of the columns; v * m: a dot product per column.
+  friend vec<T, R> operator*(const matrix& m, const vec<T, C>& v) {
+    vec<T, R> r = m.columns[0] * v[0];
+    for (int c = 1; c < C; ++c) r = r + m.columns[c] * v[c];
+    return r;
+  }
+  friend vec<T, C> operator*(const vec<T, R>& v, const matrix& m) {
+    vec<T, C> r;
+    for (int c = 0; c < C; ++c) r[c] = dot(v, m.columns[c]);
+    return r;
+  }
+  template <int K> friend matrix<T, K, R> operator*(const matrix& a, const matrix<T, K, C>& b) {
+    matrix<T, K, R> r;
+    for (int k = 0; k < K; ++k) r.columns[k] = a * b.columns[k];
+    return r;
+  }
+  matrix& operator*=(const matrix<T, C, C>& b) { return *this = *this * b; }
+};
+template <class T, int C, int R> constexpr matrix<T, R, C> transpose(const matrix<T, C, R>& m) {
+  matrix<T, R, C> t;
+  for (int c = 0; c < C; ++c)
+    for (int r = 0; r < R; ++r) t.columns[r][c] = m.columns[c][r];
+  return t;
+}
+template <class T> constexpr T determinant(const matrix<T, 2, 2>& m) { return m[0][0] * m[1][1] - m[1][0] * m[0][1]; }
+template <class T> constexpr T determinant(const matrix<T, 3, 3>& m) { return dot(m[0], cross(m[1], m[2])); }
+template <class T> constexpr T determinant(const matrix<T, 4, 4>& m) {  // by the first column's cofactors
+  T d = T(0);
+  for (int r = 0; r < 4; ++r) {
+    matrix<T, 3, 3> minor;
+    for (int c = 1; c < 4; ++c)
+      for (int k = 0, rr = 0; k < 4; ++k)
+        if (k != r) minor[c - 1][rr++] = m[c][k];
+    d = d + ((r & 1) ? T(-1) : T(1)) * m[0][r] * determinant(minor);
+  }
+  return d;
+}
+}  // namespace metal
+#define BRONZE_MAT_TYPES(T)                                                                        \
+  typedef metal::matrix<T, 2, 2> T##2x2; typedef metal::matrix<T, 2, 3> T##2x3; typedef metal::matrix<T, 2, 4> T##2x4; \
+  typedef metal::matrix<T, 3, 2> T##3x2; typedef metal::matrix<T, 3, 3> T##3x3; typedef metal::matrix<T, 3, 4> T##3x4; \
+  typedef metal::matrix<T, 4, 2> T##4x2; typedef metal::matrix<T, 4, 3> T##4x3; typedef metal::matrix<T, 4, 4> T##4x4;
+BRONZE_MAT_TYPES(float) BRONZE_MAT_TYPES(half) BRONZE_MAT_TYPES(bfloat)
+#undef BRONZE_MAT_TYPES
 
 #ifndef METAL_FUNC
 #define METAL_FUNC inline __attribute__((__always_inline__))
@@ -930,6 +1015,15 @@ template <class T> inline void tg_store(T& dst, const T& src) { dst = src; }
 template <class T, int N> inline void tg_store(T (&dst)[N], const T (&src)[N]) { for (int i = 0; i < N; ++i) tg_store(dst[i], src[i]); }
 }  // namespace bronze_rt
 
+// simdgroup_matrix<T, 8, 8> as Apple's GPUs keep it: lane l holds row
+// sgm_row(l), columns sgm_col(l) and sgm_col(l) + 1 (MLX and llama.cpp read
+// thread_elements() by this layout). sgm_lane is the inverse.
+namespace bronze_rt {
+constexpr uint sgm_row(uint l) { return (l >> 2 & 4u) | (l >> 1 & 3u); }
+constexpr uint sgm_col(uint l) { return (l >> 1 & 4u) | (l << 1 & 2u); }
+constexpr uint sgm_lane(uint row, uint col) { return (row & 4u) << 2 | (col & 4u) << 1 | (row & 3u) << 1 | (col >> 1 & 1u); }
+}  // namespace bronze_rt
+
 // Barriers, simdgroup functions and atomic operations, per compiler.
 #if BRONZE_CUDA
 #include "bronze_metal_cuda.h"
@@ -1016,4 +1110,69 @@ using ::bronze_msl::thread_scope_device;
 using ::bronze_msl::thread_scope_simdgroup;
 }  // namespace metal
 template <class T> inline T __metal_get_simdgroup_size(T) { return T(32); }
+
+// ------------------------------------------------------- simdgroup_matrix
+// Each lane holds its two elements (Apple's layout, above); loads, stores and
+// fills touch only the lane's own, multiplies exchange elements across the
+// simdgroup (bronze_rt::sgm_mma, per backend). Every lane of the simdgroup
+// takes part, as Metal requires.
+namespace metal {
+template <class T, int Cols, int Rows>
+struct simdgroup_matrix {
+  static_assert(Cols == 8 && Rows == 8, "simdgroup_matrix is 8 x 8 (as on Apple's GPUs)");
+  vec<T, 2> e_;
+  simdgroup_matrix() = default;
+  explicit simdgroup_matrix(T diagonal) {  // Metal: a diagonal matrix
+    const uint l = bronze_rt::simd_lane(), r = bronze_rt::sgm_row(l), c = bronze_rt::sgm_col(l);
+    e_ = vec<T, 2>(r == c ? diagonal : T(0), r == c + 1 ? diagonal : T(0));
+  }
+  vec<T, 2>& thread_elements() { return e_; }
+  const vec<T, 2>& thread_elements() const { return e_; }
+};
+typedef simdgroup_matrix<float, 8, 8> simdgroup_float8x8;
+typedef simdgroup_matrix<half, 8, 8> simdgroup_half8x8;
+typedef simdgroup_matrix<bfloat, 8, 8> simdgroup_bfloat8x8;
+template <class T, int Cols, int Rows = Cols>
+inline simdgroup_matrix<T, Cols, Rows> make_filled_simdgroup_matrix(const T value) {
+  simdgroup_matrix<T, Cols, Rows> m;
+  m.e_ = vec<T, 2>(value);
+  return m;
+}
+// Element (row r, column c) is src[(origin.y + r) * elements_per_row + origin.x + c];
+// transposed, src[(origin.y + c) * elements_per_row + origin.x + r]. P is a
+// pointer (or a checked buffer under validate=True) in any address space.
+template <class T, int Cols, int Rows, class P>
+inline void simdgroup_load(simdgroup_matrix<T, Cols, Rows>& d, P src, ulong elements_per_row = Cols,
+                           ulong2 matrix_origin = ulong2(0), bool transpose_matrix = false) {
+  const uint l = bronze_rt::simd_lane(), r = bronze_rt::sgm_row(l), c = bronze_rt::sgm_col(l);
+  for (uint j = 0; j < 2; ++j) {
+    const ulong i = transpose_matrix ? (matrix_origin.y + c + j) * elements_per_row + matrix_origin.x + r
+                                     : (matrix_origin.y + r) * elements_per_row + matrix_origin.x + c + j;
+    d.e_[j] = T(src[i]);
+  }
+}
+template <class T, int Cols, int Rows, class P>
+inline void simdgroup_store(const simdgroup_matrix<T, Cols, Rows>& a, P dst, ulong elements_per_row = Cols,
+                            ulong2 matrix_origin = ulong2(0), bool transpose_matrix = false) {
+  typedef remove_cvref_t<decltype(dst[0])> E;
+  const uint l = bronze_rt::simd_lane(), r = bronze_rt::sgm_row(l), c = bronze_rt::sgm_col(l);
+  for (uint j = 0; j < 2; ++j) {
+    const ulong i = transpose_matrix ? (matrix_origin.y + c + j) * elements_per_row + matrix_origin.x + r
+                                     : (matrix_origin.y + r) * elements_per_row + matrix_origin.x + c + j;
+    dst[i] = E(a.e_[j]);
+  }
+}
+// d = a * b + c; d may be c. The element types may differ (half a and b
+// into a float accumulator, as MLX and llama.cpp do).
+template <class TD, class TA, class TB, class TC>
+inline void simdgroup_multiply_accumulate(simdgroup_matrix<TD, 8, 8>& d, const simdgroup_matrix<TA, 8, 8>& a,
+                                          const simdgroup_matrix<TB, 8, 8>& b, const simdgroup_matrix<TC, 8, 8>& c) {
+  d.e_ = bronze_rt::sgm_mma<TD>(a.e_, b.e_, c.e_);
+}
+template <class TD, class TA, class TB>
+inline void simdgroup_multiply(simdgroup_matrix<TD, 8, 8>& d, const simdgroup_matrix<TA, 8, 8>& a,
+                               const simdgroup_matrix<TB, 8, 8>& b) {
+  d.e_ = bronze_rt::sgm_mma<TD>(a.e_, b.e_, vec<TD, 2>(TD(0)));
+}
+}  // namespace metal
 }  // namespace bronze_msl

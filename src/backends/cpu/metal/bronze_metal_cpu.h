@@ -405,6 +405,26 @@ inline const T* exchange(T x, uint32_t* active, uint* lane) {
   return (const T*)base;  // slot stride is kSlot bytes: use slot()
 }
 template <class T> inline const T& slot(const T* base, uint l) { return *(const T*)((const unsigned char*)base + l * kSlot); }
+
+inline uint simd_lane() { return cur_group ? cur_group->id[cur_group->cur].tiisg : 0u; }
+// simdgroup_matrix d = a * b + c from the lanes' element pairs (layout:
+// bronze_metal.h), summed in float in the order k = 0..7.
+template <class TA, class TB> struct sgm_pair { vec<TA, 2> a; vec<TB, 2> b; };
+template <class TD, class TA, class TB, class TC>
+inline vec<TD, 2> sgm_mma(vec<TA, 2> a, vec<TB, 2> b, vec<TC, 2> c) {
+  uint32_t active;
+  uint me;
+  const sgm_pair<TA, TB>* x = exchange(sgm_pair<TA, TB>{a, b}, &active, &me);
+  const uint r = sgm_row(me), c0 = sgm_col(me);
+  vec<TD, 2> d;
+  for (uint j = 0; j < 2; ++j) {
+    float acc = float(c[j]);
+    for (uint k = 0; k < 8; ++k)
+      acc += float(slot(x, sgm_lane(r, k)).a[k & 1]) * float(slot(x, sgm_lane(k, c0)).b[j]);
+    d[j] = TD(acc);
+  }
+  return d;
+}
 }  // namespace bronze_rt
 
 

@@ -120,6 +120,57 @@ template <class T> inline T from_lane(T x, uint src) {
 template <class A, class B> struct same { static constexpr bool value = false; };
 template <class A> struct same<A, A> { static constexpr bool value = true; };
 template <class T> constexpr bool is_word_int = same<T, int>::value || same<T, uint>::value;
+
+inline uint simd_lane() { return lane(); }
+
+// simdgroup_matrix d = a * b + c (layout: bronze_metal.h). half and bfloat
+// operands on sm_80 and newer: one tensor-core mma.m16n8k8 (rows 8-15 of its
+// A zero), the operands moved into NVIDIA's fragment layout and the result
+// back by 7 shuffles. Other types: each lane gathers its row of a and its
+// columns of b by shuffles and sums in float in the order k = 0..7.
+template <class T> inline unsigned sgm_word(vec<T, 2> v) {
+  unsigned w = 0;
+  BRONZE_MEMCPY(&w, &v, sizeof(v));
+  return w;
+}
+template <class TD, class TA, class TB, class TC>
+inline vec<TD, 2> sgm_mma(vec<TA, 2> a, vec<TB, 2> b, vec<TC, 2> c) {
+  constexpr unsigned full = 0xffffffffu;
+  const uint me = lane();
+#if __CUDA_ARCH__ >= 800
+  constexpr bool f16 = same<TA, half>::value && same<TB, half>::value;
+  constexpr bool bf16 = same<TA, bfloat>::value && same<TB, bfloat>::value;
+  if constexpr (f16 || bf16) {
+    const uint g = me >> 2, t = me & 3u;  // NVIDIA's fragment: row g, columns 2t and 2t + 1
+    const uint src = sgm_lane(g, 2 * t);  // holds a[g][2t..] and c[g][2t..]
+    const unsigned a0 = __shfl_sync(full, sgm_word(a), src);
+    const unsigned b_lo = __shfl_sync(full, sgm_word(b), sgm_lane(2 * t, g & 6u));  // b[2t][g & ~1 ..]
+    const unsigned b_hi = __shfl_sync(full, sgm_word(b), sgm_lane(2 * t + 1, g & 6u));
+    const unsigned sh = (g & 1u) * 16;
+    const unsigned b0 = (b_lo >> sh & 0xffffu) | (b_hi >> sh & 0xffffu) << 16;
+    float c0 = __shfl_sync(full, float(c[0]), src), c1 = __shfl_sync(full, float(c[1]), src), d2 = 0, d3 = 0;
+    if constexpr (f16)
+      asm("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};"
+          : "+f"(c0), "+f"(c1), "+f"(d2), "+f"(d3) : "r"(a0), "r"(0u), "r"(b0));
+    else
+      asm("mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};"
+          : "+f"(c0), "+f"(c1), "+f"(d2), "+f"(d3) : "r"(a0), "r"(0u), "r"(b0));
+    const uint from = sgm_row(me) << 2 | sgm_col(me) >> 1;  // the NVIDIA lane holding this lane's pair
+    return vec<TD, 2>(TD(__shfl_sync(full, c0, from)), TD(__shfl_sync(full, c1, from)));
+  }
+#endif
+  const uint r = sgm_row(me), c0 = sgm_col(me);
+  float acc[2] = {float(c[0]), float(c[1])};
+  for (uint kp = 0; kp < 8; kp += 2) {
+    const vec<TA, 2> ak = shfl(full, a, (int)sgm_lane(r, kp));
+    for (uint h = 0; h < 2; ++h) {
+      const vec<TB, 2> bk = shfl(full, b, (int)sgm_lane(kp + h, c0));
+      acc[0] += float(ak[h]) * float(bk[0]);
+      acc[1] += float(ak[h]) * float(bk[1]);
+    }
+  }
+  return vec<TD, 2>(TD(acc[0]), TD(acc[1]));
+}
 }  // namespace bronze_rt
 
 inline void threadgroup_barrier(mem_flags = mem_flags::mem_none) { __syncthreads(); }
