@@ -553,9 +553,13 @@ class Parser {
                               std::size_t close) {
     bool preferred = true;
     std::string key = ns + "|" + space_free_text(first, rparen + 1, preferred);
-    for (std::size_t k = rparen + 1; k < body && t(k).text != ":"; ++k)  // the qualifier of `this`
-      if (t(k).text == "device" || t(k).text == "threadgroup" || t(k).text == "constant") preferred = false;
-    keep_one(key, first, close, preferred);
+    bool is_const = false;  // `f() const device` and `f() thread` stay two overloads (MLX's _NoMask)
+    for (std::size_t k = rparen + 1; k < body && t(k).text != ":"; ++k) {  // the qualifiers of `this`
+      const std::string& x = t(k).text;
+      if (x == "device" || x == "threadgroup" || x == "constant") preferred = false;
+      is_const |= x == "const" || x == "constant";
+    }
+    keep_one(key + (is_const ? "const" : ""), first, close, preferred);
   }
 
   // Tokens [b, e) as the rewrite leaves them: address spaces gone, constant

@@ -88,11 +88,12 @@ def test_thread_elements_written_then_multiplied():
       simdgroup_float8x8 twice = simdgroup_float8x8(2.0f), p;
       simdgroup_multiply(p, m, twice);
       simdgroup_store(p, out);
+      simdgroup_store((twice * m) * twice, out + 64);   // operator*, as MLX's Winograd conv writes it
     }""")
     a = np.random.default_rng(1).standard_normal(64).astype(np.float32)
-    out = bronze.empty(64)
+    out = bronze.empty(128)
     lib.build(a, out, threads=32, group_size=32)
-    np.testing.assert_allclose(out.numpy(), 2 * a, rtol=1e-6)
+    np.testing.assert_allclose(out.numpy(), np.concatenate([2 * a, 4 * a]), rtol=1e-6)
 
 
 GEMM = """

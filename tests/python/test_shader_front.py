@@ -586,3 +586,32 @@ def test_numpy_integers_size_the_grid():
     o = bronze.zeros(8)
     lib.k(o, threads=np.int64(8), group_size=(np.int32(4),))
     assert o.to("cpu").numpy().tolist() == [1.0] * 8
+
+
+def test_const_and_non_const_overloads_on_the_address_space_of_this():
+    # MLX's masks: `operator bool() thread` beside `operator bool() const device`
+    # and `const constant`; a const object takes a const one.
+    lib = bronze.compile_shader("""
+struct NoMask {
+  char x;
+  constexpr METAL_FUNC operator bool() thread { return true; }
+  constexpr METAL_FUNC operator bool() const threadgroup { return true; }
+  constexpr METAL_FUNC operator bool() const device { return true; }
+  constexpr METAL_FUNC operator bool() const constant { return true; }
+};
+struct Mask {
+  bool on;
+  bool get() thread { return on; }
+  bool get() const device { return !on; }
+};
+template <typename M>
+kernel void k(device float* out, const constant M* m [[buffer(1)]], device const Mask* q [[buffer(2)]],
+              uint i [[thread_position_in_grid]]) {
+  Mask local = {true};
+  out[i] = float(bool(m[0])) + 2.0f * float(local.get()) + 4.0f * float(q[0].get());
+}
+template [[host_name("k")]] kernel void k<NoMask>(device float*, const constant NoMask*, device const Mask*, uint);
+""")
+    out = bronze.zeros(2)
+    lib.k(out, b"\0", bronze.tensor(np.zeros(1, np.uint8)))
+    assert out.numpy().tolist() == [7.0, 7.0]

@@ -1174,5 +1174,11 @@ inline void simdgroup_multiply(simdgroup_matrix<TD, 8, 8>& d, const simdgroup_ma
                                const simdgroup_matrix<TB, 8, 8>& b) {
   d.e_ = bronze_rt::sgm_mma<TD>(a.e_, b.e_, vec<TD, 2>(TD(0)));
 }
+template <class T>
+inline simdgroup_matrix<T, 8, 8> operator*(const simdgroup_matrix<T, 8, 8>& a, const simdgroup_matrix<T, 8, 8>& b) {
+  simdgroup_matrix<T, 8, 8> d;
+  simdgroup_multiply(d, a, b);
+  return d;
+}
 }  // namespace metal
 }  // namespace bronze_msl
