@@ -248,6 +248,40 @@ def test_simdgroup_functions():
         np.testing.assert_allclose(rows[:, 9], ballot + 1000)
 
 
+def test_quad_group_functions_including_divergent_lanes():
+    lib = compile("""
+    kernel void quad(device const float* x, device float* o, uint i [[thread_position_in_grid]]) {
+      float v = x[i];
+      o[i * 10 + 0] = quad_sum(v);
+      o[i * 10 + 1] = quad_max(v);
+      o[i * 10 + 2] = quad_prefix_exclusive_sum(v);
+      o[i * 10 + 3] = quad_shuffle(v, 2);
+      o[i * 10 + 4] = quad_shuffle_down(v, 1);
+      o[i * 10 + 5] = quad_shuffle_xor(v, 3);
+      o[i * 10 + 6] = quad_shuffle_rotate_up(v, 1);
+      o[i * 10 + 7] = quad_any(v > 0.9f) ? 1.0f : 0.0f;
+      o[i * 10 + 8] = float(quad_and(uint(i) | 0x100u));
+      if (i % 4 != 1) o[i * 10 + 9] = quad_sum(v);   // lane 1 of each quad sits this one out
+    }""")
+    x = np.random.default_rng(2).random(64, dtype=np.float32)
+    o = bronze.zeros(64 * 10)
+    lib.quad(x, o, group_size=64)
+    r = o.numpy().reshape(16, 4, 10)
+    q = x.reshape(16, 4)
+    np.testing.assert_allclose(r[..., 0], np.repeat(q.sum(1, keepdims=True), 4, 1), rtol=1e-6)
+    np.testing.assert_array_equal(r[..., 1], np.repeat(q.max(1, keepdims=True), 4, 1))
+    np.testing.assert_allclose(r[..., 2], np.cumsum(q, 1) - q, rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(r[..., 3], np.repeat(q[:, 2:3], 4, 1))
+    np.testing.assert_array_equal(r[..., 4], np.concatenate([q[:, 1:], q[:, 3:]], 1))  # lane 3 keeps its own
+    np.testing.assert_array_equal(r[..., 5], q[:, [3, 2, 1, 0]])
+    np.testing.assert_array_equal(r[..., 6], q[:, [3, 0, 1, 2]])
+    np.testing.assert_array_equal(r[..., 7], np.repeat((q > 0.9).any(1, keepdims=True), 4, 1))
+    ids = np.arange(64).reshape(16, 4) | 0x100
+    np.testing.assert_array_equal(r[..., 8], np.repeat(np.bitwise_and.reduce(ids, 1)[:, None], 4, 1))
+    partial = q[:, [0, 2, 3]].sum(1)
+    np.testing.assert_allclose(r[:, [0, 2, 3], 9], np.repeat(partial[:, None], 3, 1), rtol=1e-6)
+    assert not r[:, 1, 9].any()
+
 def test_simd_reduction_in_divergent_code_and_partial_group():
     lib = compile("""
     kernel void red(device const float* x, device float* out, constant uint& n, uint i [[thread_position_in_grid]],

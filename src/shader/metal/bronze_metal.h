@@ -1111,6 +1111,60 @@ using ::bronze_msl::thread_scope_simdgroup;
 }  // namespace metal
 template <class T> inline T __metal_get_simdgroup_size(T) { return T(32); }
 
+// ------------------------------------------------------ quad-group functions
+// A quad is lanes 4q .. 4q + 3 of a simdgroup. Built from the simdgroup
+// functions, so both backends share their active-lane semantics: every lane
+// of the quad takes each value (one shuffle per quad lane), then folds those
+// of the active lanes.
+namespace bronze_rt {
+enum quad_range { quad_all_lanes, quad_up_to_me, quad_before_me };
+template <class T, class Op> inline T quad_fold(T x, T identity, Op op, quad_range range = quad_all_lanes) {
+  const uint me = simd_lane(), base = me & ~3u;
+  const uint64_t active = uint64_t(metal::simd_ballot(true));
+  T r = identity;
+  bool have = false;
+  for (uint l = base; l < base + 4; ++l) {
+    const T v = metal::simd_shuffle(x, ushort(l));
+    const bool in = (active >> l & 1u) && (range == quad_all_lanes || l < me || (range == quad_up_to_me && l == me));
+    if (in) r = have ? op(r, v) : v;
+    have |= in;
+  }
+  return r;
+}
+}  // namespace bronze_rt
+namespace metal {
+template <class T> inline T quad_sum(T x) { return bronze_rt::quad_fold(x, T(0), [](T a, T b) { return T(a + b); }); }
+template <class T> inline T quad_product(T x) { return bronze_rt::quad_fold(x, T(1), [](T a, T b) { return T(a * b); }); }
+template <class T> inline T quad_max(T x) { return bronze_rt::quad_fold(x, x, [](T a, T b) { return max(a, b); }); }
+template <class T> inline T quad_min(T x) { return bronze_rt::quad_fold(x, x, [](T a, T b) { return min(a, b); }); }
+template <class T> inline T quad_and(T x) { return bronze_rt::quad_fold(x, x, [](T a, T b) { return bronze_rt::bit_and(a, b); }); }
+template <class T> inline T quad_or(T x) { return bronze_rt::quad_fold(x, x, [](T a, T b) { return bronze_rt::bit_or(a, b); }); }
+template <class T> inline T quad_xor(T x) { return bronze_rt::quad_fold(x, x, [](T a, T b) { return bronze_rt::bit_xor(a, b); }); }
+template <class T> inline T quad_prefix_inclusive_sum(T x) {
+  return bronze_rt::quad_fold(x, T(0), [](T a, T b) { return T(a + b); }, bronze_rt::quad_up_to_me);
+}
+template <class T> inline T quad_prefix_exclusive_sum(T x) {
+  return bronze_rt::quad_fold(x, T(0), [](T a, T b) { return T(a + b); }, bronze_rt::quad_before_me);
+}
+template <class T> inline T quad_prefix_inclusive_product(T x) {
+  return bronze_rt::quad_fold(x, T(1), [](T a, T b) { return T(a * b); }, bronze_rt::quad_up_to_me);
+}
+template <class T> inline T quad_prefix_exclusive_product(T x) {
+  return bronze_rt::quad_fold(x, T(1), [](T a, T b) { return T(a * b); }, bronze_rt::quad_before_me);
+}
+inline bool quad_all(bool p) { return bronze_rt::quad_fold(p, true, [](bool a, bool b) { return a && b; }); }
+inline bool quad_any(bool p) { return bronze_rt::quad_fold(p, false, [](bool a, bool b) { return a || b; }); }
+// Shuffles within the quad: a source outside it, or inactive, gives the caller's own value.
+inline ushort bronze_quad_lane(int l) { return ushort((bronze_rt::simd_lane() & ~3u) + (l >= 0 && l < 4 ? l : 32)); }
+template <class T> inline T quad_shuffle(T x, ushort l) { return simd_shuffle(x, bronze_quad_lane(l)); }
+template <class T> inline T quad_broadcast(T x, ushort l) { return simd_shuffle(x, bronze_quad_lane(l)); }
+template <class T> inline T quad_shuffle_xor(T x, ushort m) { return simd_shuffle(x, bronze_quad_lane((bronze_rt::simd_lane() ^ m) & 3u)); }
+template <class T> inline T quad_shuffle_up(T x, ushort d) { return simd_shuffle(x, bronze_quad_lane(int(bronze_rt::simd_lane() & 3u) - d)); }
+template <class T> inline T quad_shuffle_down(T x, ushort d) { return simd_shuffle(x, bronze_quad_lane(int(bronze_rt::simd_lane() & 3u) + d)); }
+template <class T> inline T quad_shuffle_rotate_up(T x, ushort d) { return simd_shuffle(x, bronze_quad_lane((bronze_rt::simd_lane() - d) & 3u)); }
+template <class T> inline T quad_shuffle_rotate_down(T x, ushort d) { return simd_shuffle(x, bronze_quad_lane((bronze_rt::simd_lane() + d) & 3u)); }
+}  // namespace metal
+
 // ------------------------------------------------------- simdgroup_matrix
 // Each lane holds its two elements (Apple's layout, above); loads, stores and
 // fills touch only the lane's own, multiplies exchange elements across the
