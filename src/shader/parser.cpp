@@ -557,7 +557,7 @@ class Parser {
     for (std::size_t k = rparen + 1; k < body && t(k).text != ":"; ++k) {  // the qualifiers of `this`
       const std::string& x = t(k).text;
       if (x == "device" || x == "threadgroup" || x == "constant") preferred = false;
-      is_const |= x == "const" || x == "constant";
+      is_const |= x == "const";  // not `constant`: `T() constant` is a constructor beside `T() thread`
     }
     keep_one(key + (is_const ? "const" : ""), first, close, preferred);
   }

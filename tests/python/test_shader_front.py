@@ -604,11 +604,18 @@ struct Mask {
   bool get() thread { return on; }
   bool get() const device { return !on; }
 };
+struct Zero {  // constructors per address space: one constructor here
+  float v;
+  constexpr Zero() : v(0) {}
+  constexpr Zero() threadgroup : v(0) {}
+  constexpr Zero() constant : v(0) {}
+};
 template <typename M>
 kernel void k(device float* out, const constant M* m [[buffer(1)]], device const Mask* q [[buffer(2)]],
               uint i [[thread_position_in_grid]]) {
   Mask local = {true};
-  out[i] = float(bool(m[0])) + 2.0f * float(local.get()) + 4.0f * float(q[0].get());
+  Zero z;
+  out[i] = z.v + float(bool(m[0])) + 2.0f * float(local.get()) + 4.0f * float(q[0].get());
 }
 template [[host_name("k")]] kernel void k<NoMask>(device float*, const constant NoMask*, device const Mask*, uint);
 """)
