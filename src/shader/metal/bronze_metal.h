@@ -841,6 +841,7 @@ BRONZE_MAT_TYPES(float) BRONZE_MAT_TYPES(half) BRONZE_MAT_TYPES(bfloat)
 #define FLT_RADIX 2
 #define HALF_MAX ((half)65504.0f)
 #define HALF_MIN ((half)6.103515625e-05f)
+#define MAXHALF ((half)65504.0f)
 #define HALF_EPSILON ((half)9.765625e-04f)
 #define CHAR_BIT 8
 #define SCHAR_MAX 127
