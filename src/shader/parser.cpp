@@ -927,18 +927,10 @@ class Parser {
         if (end - k >= 3 && t(end - 1).kind == Token::Ident) local[t(end - 1).text] = text(k + 1, end - 1, local);
       } else if (t(k).text == "constexpr" || t(k).text == "const") {
         // Each declarator with an initializer: `constexpr int BM = 32, BN = BM / 2;`.
-        for (std::size_t d = k + 1; d < def.body_end;) {
-          std::size_t end = d, eq = 0;
-          int depth = 0;
-          for (; end < def.body_end && t(end).text != ";" && (depth > 0 || t(end).text != ","); ++end) {
-            const std::string& x = t(end).text;
-            depth += (x == "(" || x == "[" || x == "{") - (x == ")" || x == "]" || x == "}");
-            if (depth < 0) break;
-            if (depth == 0 && x == "=" && !eq) eq = end;
-          }
-          if (eq && t(eq - 1).kind == Token::Ident) local[t(eq - 1).text] = "(" + text(eq + 1, end, local) + ")";
-          if (end >= def.body_end || t(end).text != ",") break;
-          d = end + 1;
+        for (auto [b, e] : split_commas(k + 1, statement_end(k))) {
+          std::size_t eq = b;
+          while (eq < e && t(eq).text != "=") ++eq;
+          if (eq < e && eq > b && t(eq - 1).kind == Token::Ident) local[t(eq - 1).text] = "(" + text(eq + 1, e, local) + ")";
         }
       }
     }

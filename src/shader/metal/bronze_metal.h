@@ -1193,29 +1193,28 @@ inline simdgroup_matrix<T, Cols, Rows> make_filled_simdgroup_matrix(const T valu
   m.e_ = vec<T, 2>(value);
   return m;
 }
-// Element (row r, column c) is src[(origin.y + r) * elements_per_row + origin.x + c];
-// transposed, src[(origin.y + c) * elements_per_row + origin.x + r]. P is a
-// pointer (or a checked buffer under validate=True) in any address space.
+}  // namespace metal
+namespace bronze_rt {
+// Where this lane's element j lies in memory: element (row r, column c) is at
+// (origin.y + r) * elements_per_row + origin.x + c; transposed, at
+// (origin.y + c) * elements_per_row + origin.x + r.
+inline ulong sgm_offset(uint j, ulong elements_per_row, ulong2 origin, bool transpose) {
+  const uint l = simd_lane(), r = sgm_row(l), c = sgm_col(l) + j;
+  return transpose ? (origin.y + c) * elements_per_row + origin.x + r : (origin.y + r) * elements_per_row + origin.x + c;
+}
+}  // namespace bronze_rt
+namespace metal {
+// P is a pointer (or a checked buffer under validate=True) in any address space.
 template <class T, int Cols, int Rows, class P>
 inline void simdgroup_load(simdgroup_matrix<T, Cols, Rows>& d, P src, ulong elements_per_row = Cols,
                            ulong2 matrix_origin = ulong2(0), bool transpose_matrix = false) {
-  const uint l = bronze_rt::simd_lane(), r = bronze_rt::sgm_row(l), c = bronze_rt::sgm_col(l);
-  for (uint j = 0; j < 2; ++j) {
-    const ulong i = transpose_matrix ? (matrix_origin.y + c + j) * elements_per_row + matrix_origin.x + r
-                                     : (matrix_origin.y + r) * elements_per_row + matrix_origin.x + c + j;
-    d.e_[j] = T(src[i]);
-  }
+  for (uint j = 0; j < 2; ++j) d.e_[j] = T(src[bronze_rt::sgm_offset(j, elements_per_row, matrix_origin, transpose_matrix)]);
 }
 template <class T, int Cols, int Rows, class P>
 inline void simdgroup_store(const simdgroup_matrix<T, Cols, Rows>& a, P dst, ulong elements_per_row = Cols,
                             ulong2 matrix_origin = ulong2(0), bool transpose_matrix = false) {
   typedef remove_cvref_t<decltype(dst[0])> E;
-  const uint l = bronze_rt::simd_lane(), r = bronze_rt::sgm_row(l), c = bronze_rt::sgm_col(l);
-  for (uint j = 0; j < 2; ++j) {
-    const ulong i = transpose_matrix ? (matrix_origin.y + c + j) * elements_per_row + matrix_origin.x + r
-                                     : (matrix_origin.y + r) * elements_per_row + matrix_origin.x + c + j;
-    dst[i] = E(a.e_[j]);
-  }
+  for (uint j = 0; j < 2; ++j) dst[bronze_rt::sgm_offset(j, elements_per_row, matrix_origin, transpose_matrix)] = E(a.e_[j]);
 }
 // d = a * b + c; d may be c. The element types may differ (half a and b
 // into a float accumulator, as MLX and llama.cpp do).
