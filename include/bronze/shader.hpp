@@ -121,6 +121,12 @@ struct CompileOptions {
   // false for it, and a parameter guarded by a false constant takes no
   // argument.
   std::vector<std::pair<std::string, std::string>> constants;
+  // As MTLCompileOptions.mathMode, whose default is fast: "fast" (fast::
+  // functions, approximate division and square root, reassociation),
+  // "relaxed" (the same without reassociation) or "safe" (IEEE: precise::
+  // functions). precise:: and fast:: stay what they say in every mode, and
+  // infinities and NaNs are honoured in every mode on both backends.
+  std::string math_mode = "fast";
   // Bounds-check every buffer access; an access out of range fails the
   // launch (DeviceError at the next synchronize, naming kernel, parameter
   // and index) instead of touching memory. Slower: for debugging.

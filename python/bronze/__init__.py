@@ -177,7 +177,7 @@ def _str_pairs(mapping, what):
 
 
 def compile_shader(source, language="metal", device=None, filename="shader.metal", validate=False,
-                   include_dirs=(), headers=None, defines=None, constants=None):
+                   include_dirs=(), headers=None, defines=None, constants=None, math_mode="fast"):
     """Compiles Metal (or, on CUDA, CUDA C++) source; kernels are the library's attributes.
 
     The source runs through a C preprocessor first, with Metal 3.2's predefined
@@ -187,10 +187,15 @@ def compile_shader(source, language="metal", device=None, filename="shader.metal
     macros as MTLCompileOptions.preprocessorMacros sets them. `constants` gives
     function constants their values (`{"has_mask": True, 3: 0.5}`, by name or
     index, as MTLFunctionConstantValues): a parameter guarded by a false or
-    undefined constant takes no argument. Without a device the library runs
-    where its tensors are (built for another device on first use there).
+    undefined constant takes no argument. `math_mode` is MTLCompileOptions.mathMode,
+    fast by default as in Metal: "fast" (metal::exp is fast::exp, approximate
+    division and square root, reassociation), "relaxed" (no reassociation) or
+    "safe" (IEEE, precise:: functions); precise:: and fast:: functions keep
+    their meaning in every mode. Without a device the library runs where its
+    tensors are (built for another device on first use there).
     """
-    return _compile(source, language, device, filename, validate, include_dirs, headers, defines, False, constants)
+    return _compile(source, language, device, filename, validate, include_dirs, headers, defines, False, constants,
+                    math_mode)
 
 
 def find_kernels(source, filename="shader.metal", include_dirs=(), headers=None, defines=None):
@@ -221,16 +226,18 @@ def _constant_values(constants):
 
 
 def _compile(source, language, device, filename, validate, include_dirs, headers, defines, find_only,
-             constants=None):
+             constants=None, math_mode="fast"):
     if not isinstance(source, str):
         raise TypeError(f"compile_shader needs the source as str, got {type(source).__name__}")
+    if not isinstance(math_mode, str):
+        raise TypeError(f"math_mode must be 'safe', 'relaxed' or 'fast', got {type(math_mode).__name__}")
     plain = not include_dirs and headers is None and defines is None and constants is None  # the hot path
     return _C._compile_shader(source, language, device, filename if type(filename) is str else _os.fspath(filename),
                               validate, [] if plain else _dirs(include_dirs),
                               [] if plain else _str_pairs(headers, "headers"),
                               [] if plain else _str_pairs(defines, "defines"),
                               _torch_include_dir() if language == "metal" else "", find_only,
-                              [] if plain else _constant_values(constants))
+                              [] if plain else _constant_values(constants), math_mode)
 
 
 def load_metallib(source, device=None, signatures=None, rebuild=False):
@@ -261,19 +268,22 @@ def load_metallib(source, device=None, signatures=None, rebuild=False):
 
 
 def compile_library(source, filename="shader.metal", device=None, archs=(), include_dirs=(), headers=None,
-                    defines=None, constants=None):
+                    defines=None, constants=None, math_mode="fast"):
     """Compiles Metal source ahead of time into .bronzelib bytes (for load_metallib).
 
     The library holds the preprocessed source (its includes resolved, so it
     loads anywhere), this host's CPU object and, for each GPU architecture in
     archs ("sm_90" or 90), a cubin, plus PTX for the oldest (needs NVRTC, not a
-    GPU). include_dirs, headers, defines and constants as for compile_shader.
+    GPU). include_dirs, headers, defines, constants and math_mode as for
+    compile_shader; the library keeps its math mode.
     """
     if not isinstance(source, str):
         raise TypeError(f"compile_library needs the source as str, got {type(source).__name__}")
+    if not isinstance(math_mode, str):
+        raise TypeError(f"math_mode must be 'safe', 'relaxed' or 'fast', got {type(math_mode).__name__}")
     return _C._compile_library(source, _os.fspath(filename), device, [_arch_number(a) for a in archs],
                                _dirs(include_dirs), _str_pairs(headers, "headers"), _str_pairs(defines, "defines"),
-                               _torch_include_dir(), _constant_values(constants))
+                               _torch_include_dir(), _constant_values(constants), math_mode)
 
 
 def _arch_number(arch):

@@ -1,7 +1,8 @@
 """The bronze command line.
 
     bronze info                    devices, backends, compiler and cache
-    bronze compile FILE.metal -o FILE.bronzelib [--arch sm_90] [-I DIR] [-D NAME=VALUE]   compile ahead of time
+    bronze compile FILE.metal -o FILE.bronzelib [--arch sm_90] [-I DIR] [-D NAME=VALUE] [--math-mode safe]
+                                   compile ahead of time
     bronze capture show FILE       list the commands of a capture file
     bronze capture replay FILE     run a capture's kernels again
 """
@@ -45,7 +46,7 @@ def _compile(args):
     defines = dict(d.split("=", 1) if "=" in d else (d, "1") for d in args.define)
     try:
         data = bronze.compile_library(source, filename=args.file, archs=args.arch, include_dirs=args.include,
-                                      defines=defines)
+                                      defines=defines, math_mode=args.math_mode)
     except (bronze.ShaderCompileError, bronze.NotSupportedError, ValueError) as e:
         print(e, file=sys.stderr)
         return 1
@@ -186,6 +187,8 @@ def main(argv=None):
                       help="also embed a cubin for this GPU architecture (sm_90); repeatable; needs NVRTC")
     comp.add_argument("-I", dest="include", action="append", default=[], help="an include folder; repeatable")
     comp.add_argument("-D", dest="define", action="append", default=[], help="a macro, NAME or NAME=VALUE")
+    comp.add_argument("--math-mode", choices=("safe", "relaxed", "fast"), default="fast",
+                      help="Metal's math mode (default fast, as Metal's)")
     comp.set_defaults(func=_compile)
     cap = sub.add_parser("capture", help="inspect or replay a capture file").add_subparsers(dest="action", required=True)
     show = cap.add_parser("show", help="list the captured commands")

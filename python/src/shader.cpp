@@ -298,10 +298,12 @@ void bind_shader(nb::module_& m) {
                                std::vector<std::pair<std::string, std::string>> headers,
                                std::vector<std::pair<std::string, std::string>> defines,
                                const std::string& torch_include_dir,
-                               std::vector<std::pair<std::string, std::string>> constants) {
+                               std::vector<std::pair<std::string, std::string>> constants,
+                               const std::string& math_mode) {
     CompileOptions o;
     o.filename = filename;
     o.constants = std::move(constants);
+    o.math_mode = math_mode;
     o.device = device;
     o.cuda_archs = std::move(archs);
     o.include_dirs = std::move(include_dirs);
@@ -335,8 +337,10 @@ void bind_shader(nb::module_& m) {
                               std::vector<std::pair<std::string, std::string>> headers,
                               std::vector<std::pair<std::string, std::string>> defines,
                               const std::string& torch_include_dir, bool find_only,
-                              std::vector<std::pair<std::string, std::string>> constants) -> nb::object {
+                              std::vector<std::pair<std::string, std::string>> constants,
+                              const std::string& math_mode) -> nb::object {
     CompileOptions o;
+    o.math_mode = math_mode;
     o.language = language;
     o.device = device;
     o.filename = filename;

@@ -124,6 +124,7 @@ shader::SourceOptions source_options(const CompileOptions& o) {
   so.defines = o.defines;
   so.torch_include_dir = o.torch_include_dir;
   so.constants = o.constants;
+  so.math_mode = shader::math_mode_name(o.math_mode);
   return so;
 }
 
@@ -318,6 +319,7 @@ Library compile_shader(const std::string& source, const CompileOptions& options)
   for (const auto& [name, value] : options.defines) key += name + '\0' + value + '\0';
   key += '\1';
   for (const auto& [name, value] : options.constants) key += name + '\0' + value + '\0';
+  key += options.math_mode + '\0';
   key += source;
   {
     std::lock_guard<std::mutex> g(mu);

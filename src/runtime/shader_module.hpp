@@ -27,6 +27,8 @@ enum class ShaderTarget {
   CudaCpp,  // CUDA C++ for NVRTC; entries take a bronze_gpu_launch first
 };
 
+enum class MathMode { Safe, Relaxed, Fast };
+
 struct ModuleSource {
   std::string code;
   std::string filename = "bronze-shader.cu";  // as the compiler names the code (units name their files by #line)
@@ -37,6 +39,9 @@ struct ModuleSource {
   bool ptx = false;   // CUDA: PTX for compute_XY instead of a cubin
   // CPU: a checked build (validate=True): bounds and division by zero.
   bool validate = false;
+  // Metal's math mode: the compiler's floating-point options, and
+  // BRONZE_FAST_MATH (metal:: math is fast::) unless Safe.
+  MathMode math_mode = MathMode::Fast;
   // CPU: called with the compiler's stack-usage report before the object is
   // cached; what it throws leaves nothing cached.
   std::function<void(const std::string&)> check_stack;

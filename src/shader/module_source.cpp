@@ -14,6 +14,9 @@ runtime::ModuleSource module_source(runtime::ShaderTarget target, const Translat
   m.code = target == runtime::ShaderTarget::CudaCpp ? rewrite_for_cuda(unit.text, ps)
                                                     : rewrite_for_cpu(unit.text, ps, validate);
   m.validate = validate;
+  m.math_mode = ps.math_mode == "safe"      ? runtime::MathMode::Safe
+                : ps.math_mode == "relaxed" ? runtime::MathMode::Relaxed
+                                            : runtime::MathMode::Fast;
   m.headers = {{"bronze_metal.h", embedded::bronze_metal_h}, {"launch_abi.h", embedded::launch_abi_h}};
   const std::vector<SourceFile>* files = &unit.files;
   m.check_stack = [files](const std::string& usage) { check_stack_usage(usage, *files); };

@@ -81,6 +81,8 @@ class Parser {
         std::string value;
         for (std::size_t k = 3; k + 1 < d.size(); ++k) value += (value.empty() ? "" : " ") + d[k].text;
         given_.emplace_back(d[2].text, value);
+      } else if (d.size() >= 3 && d[0].text == "pragma" && d[1].text == kMathModePragma) {
+        out_.math_mode = math_mode_name(d[2].text);
       }
     }
   }
@@ -1002,5 +1004,12 @@ const char* attribute_field(const std::string& attribute) {
 }
 
 ParsedSource parse(const std::string& unit, const std::string& main_file) { return Parser(unit, main_file).run(); }
+
+const std::string& math_mode_name(const std::string& mode) {
+  static const std::string names[] = {"safe", "relaxed", "fast"};
+  for (const std::string& n : names)
+    if (mode == n) return n;
+  throw ValueError("math_mode is 'safe', 'relaxed' or 'fast' (as MTLMathMode), got '" + mode + "'");
+}
 
 }  // namespace bronze::shader

@@ -66,12 +66,17 @@ struct ParsedSource {
   // `f() thread`), one function in bronze's single address space; the
   // `template <>` of explicit specializations in class scope.
   std::vector<std::pair<std::size_t, std::size_t>> dropped;
+  std::string math_mode = "fast";  // the unit's kMathModePragma
 };
 
 // Function constant values are given to a unit as its last lines,
 // `#pragma bronze_function_constant <name or index> <C++ expression>`
 // (preprocess.hpp's SourceOptions::constants), so a unit carries them.
 constexpr const char* kConstantPragma = "bronze_function_constant";
+// And the math mode, `#pragma bronze_math_mode safe|relaxed|fast`.
+constexpr const char* kMathModePragma = "bronze_math_mode";
+// `mode` checked: it is one of the three (ValueError otherwise).
+const std::string& math_mode_name(const std::string& mode);
 
 // `unit` is a preprocessed translation unit (preprocess.hpp). Throws
 // ShaderCompileError at the user's file and line for what it cannot accept,

@@ -340,6 +340,7 @@ TranslationUnit preprocess(const std::string& source, const SourceOptions& o) {
     if (value.find('\n') != std::string::npos) throw ValueError("constants: a value is one line");
     out += std::string("#pragma ") + kConstantPragma + " " + key + " " + value + "\n";
   }
+  out += std::string("#pragma ") + kMathModePragma + " " + math_mode_name(o.math_mode) + "\n";
   for (SourceFile& f : tu.files) f.expanded_lines = std::move(expanded[f.name]);
   tu.text = std::move(out);
   return tu;

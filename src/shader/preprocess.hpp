@@ -24,6 +24,7 @@ struct SourceOptions {
   // Function constant values (name or index -> C++ expression), as
   // MTLFunctionConstantValues: appended to the unit (parser.hpp, kConstantPragma).
   std::vector<std::pair<std::string, std::string>> constants;
+  std::string math_mode = "fast";  // appended to the unit (parser.hpp, kMathModePragma)
 };
 
 struct SourceFile {

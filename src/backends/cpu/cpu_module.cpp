@@ -27,6 +27,12 @@ runtime::ModuleObject build_module(const runtime::ModuleSource& src) {
     flags.insert(flags.end(), {"-DBRONZE_VALIDATE", "-fsanitize=integer-divide-by-zero"});
     if (!jit::HostCompiler::get().clang) flags.push_back("-static-libubsan");
   }
+  // Metal's math modes as GCC and Clang options, each named (-ffast-math
+  // would also assume no NaN or infinity, which CUDA never does, and would
+  // link crtfastmath.o, setting flush-to-zero for the whole process).
+  if (src.math_mode != runtime::MathMode::Safe)
+    flags.insert(flags.end(), {"-DBRONZE_FAST_MATH", "-fno-trapping-math", "-fno-signed-zeros", "-freciprocal-math"});
+  if (src.math_mode == runtime::MathMode::Fast) flags.push_back("-fassociative-math");
   auto r = jit::build_shared_object(src.code, headers, flags, src.check_stack);
   runtime::ModuleObject o;
   o.ok = !r.so_path.empty();

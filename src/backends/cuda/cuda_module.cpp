@@ -13,6 +13,11 @@ runtime::ModuleObject build_module(const runtime::ModuleSource& src) {
   rq.arch = src.gpu_arch;
   rq.ptx = src.ptx;
   rq.options = {"-lineinfo", "-w"};  // -lineinfo: Nsight and compute-sanitizer show the user's lines
+  // Metal's fast and relaxed modes as --use_fast_math's options, without its
+  // substitution of intrinsics for every expf: precise:: stays precise, and
+  // metal::'s functions are fast:: (BRONZE_FAST_MATH).
+  if (src.math_mode != runtime::MathMode::Safe)
+    rq.options.insert(rq.options.end(), {"-DBRONZE_FAST_MATH", "--ftz=true", "--prec-div=false", "--prec-sqrt=false"});
   rq.name_expressions = src.name_expressions;
   NvrtcResult r = nvrtc_compile(rq);
   runtime::ModuleObject o;

@@ -10,6 +10,11 @@
 #if defined(__CUDACC_RTC__)
 #define BRONZE_CUDA 1
 #define BRONZE_M(f) ::f            /* CUDA's device math library */
+#define BRONZE_FAST(f) ::__##f     /* its fast intrinsics: __expf, __sinf, __fdividef */
+#define BRONZE_SQRT_RN(x) ::__fsqrt_rn(x)    /* IEEE whatever --prec-sqrt says */
+#define BRONZE_DIV_RN(a, b) ::__fdiv_rn(a, b)
+#define BRONZE_FAST_DIVIDE(a, b) ::__fdividef(a, b)
+#define BRONZE_FAST_RSQRT(x) ::rsqrtf(x)
 #define BRONZE_MEMCPY ::memcpy
 #define BRONZE_INF __int_as_float(0x7f800000)
 #define BRONZE_QNAN __int_as_float(0x7fc00000)
@@ -23,6 +28,13 @@
 #include <sys/mman.h>
 #include <ucontext.h>
 #define BRONZE_M(f) __builtin_##f  /* builtins only: no libc names leak into kernels */
+#define BRONZE_FAST(f) __builtin_##f  /* no faster libm on the host: fast is libm's too */
+#define BRONZE_SQRT_RN(x) __builtin_sqrtf(x)
+// -freciprocal-math (fast mode) may turn a / b into a * (1 / b); b through
+// memory keeps precise::divide one IEEE division.
+#define BRONZE_DIV_RN(a, b) ::bronze_msl::bronze_rt::div_rn(a, b)
+#define BRONZE_FAST_DIVIDE(a, b) ((a) / (b))
+#define BRONZE_FAST_RSQRT(x) (1.0f / __builtin_sqrtf(x))
 #define BRONZE_MEMCPY __builtin_memcpy
 #define BRONZE_INF __builtin_inff()
 #define BRONZE_QNAN __builtin_nanf("")
@@ -559,47 +571,83 @@ template <class T> using vec_element_t = typename vec_traits<remove_cv_t<T>>::el
 namespace metal {
 template <class T> using elem_t = typename vec_traits<T>::elem;
 
-// Metal's set (no erf, log1p, expm1 or cbrt: libraries define their own, and
-// a second definition here would make their calls ambiguous). No
-// bfloat overloads, as in Metal: a bfloat argument converts to float.
+// Math modes: precise:: holds Metal's precise functions, fast:: its fast
+// ones (CUDA's intrinsics; on the host, libm's, which has nothing faster),
+// and metal:: those of the unit's mode: fast unless the unit is compiled
+// with math_mode="safe" (the backend defines BRONZE_FAST_MATH). Each
+// namespace holds the functions themselves (using-declarations, not a
+// using-directive): a library that adds its own overloads to one of them
+// (MLX's bfloat math) still finds these by qualified lookup.
+//
+// Metal's set: no erf, log1p, expm1 or cbrt (libraries define their own, and
+// a second definition here would make their calls ambiguous). No bfloat
+// overloads, as in Metal: a bfloat argument converts to float.
 #define BRONZE_MATH1(name, f32, f64)                                                               \
   inline float name(float x) { return f32(x); }                                                     \
   inline half name(half x) { return (half)f32((float)x); }                                          \
   inline double name(double x) { return f64(x); }                                                  \
   template <class T, int N> inline vec<T, N> name(vec<T, N> v) { for (int i = 0; i < N; ++i) v.s[i] = T(name(v.s[i])); return v; }
-BRONZE_MATH1(sqrt, BRONZE_M(sqrtf), BRONZE_M(sqrt))
-BRONZE_MATH1(exp, BRONZE_M(expf), BRONZE_M(exp))
-BRONZE_MATH1(exp2, BRONZE_M(exp2f), BRONZE_M(exp2))
-BRONZE_MATH1(log, BRONZE_M(logf), BRONZE_M(log))
-BRONZE_MATH1(log2, BRONZE_M(log2f), BRONZE_M(log2))
-BRONZE_MATH1(log10, BRONZE_M(log10f), BRONZE_M(log10))
-BRONZE_MATH1(sin, BRONZE_M(sinf), BRONZE_M(sin))
-BRONZE_MATH1(cos, BRONZE_M(cosf), BRONZE_M(cos))
-BRONZE_MATH1(tan, BRONZE_M(tanf), BRONZE_M(tan))
-BRONZE_MATH1(asin, BRONZE_M(asinf), BRONZE_M(asin))
-BRONZE_MATH1(acos, BRONZE_M(acosf), BRONZE_M(acos))
-BRONZE_MATH1(atan, BRONZE_M(atanf), BRONZE_M(atan))
-BRONZE_MATH1(sinh, BRONZE_M(sinhf), BRONZE_M(sinh))
-BRONZE_MATH1(cosh, BRONZE_M(coshf), BRONZE_M(cosh))
-BRONZE_MATH1(tanh, BRONZE_M(tanhf), BRONZE_M(tanh))
-BRONZE_MATH1(floor, BRONZE_M(floorf), BRONZE_M(floor))
-BRONZE_MATH1(ceil, BRONZE_M(ceilf), BRONZE_M(ceil))
-BRONZE_MATH1(round, BRONZE_M(roundf), BRONZE_M(round))
-BRONZE_MATH1(rint, BRONZE_M(rintf), BRONZE_M(rint))
-BRONZE_MATH1(trunc, BRONZE_M(truncf), BRONZE_M(trunc))
-BRONZE_MATH1(fabs, BRONZE_M(fabsf), BRONZE_M(fabs))
-BRONZE_MATH1(asinh, BRONZE_M(asinhf), BRONZE_M(asinh))
-BRONZE_MATH1(acosh, BRONZE_M(acoshf), BRONZE_M(acosh))
-BRONZE_MATH1(atanh, BRONZE_M(atanhf), BRONZE_M(atanh))
-BRONZE_MATH1(exp10, BRONZE_M(exp10f), BRONZE_M(exp10))
+#define BRONZE_MATH2(name, f32)                                                                          \
+  inline float name(float a, float b) { return f32(a, b); }                                              \
+  inline half name(half a, half b) { return (half)f32((float)a, (float)b); }                             \
+  template <class T, int N> inline vec<T, N> name(vec<T, N> a, vec<T, N> b) { for (int i = 0; i < N; ++i) a.s[i] = T(name(a.s[i], b.s[i])); return a; }
+#define BRONZE_PRECISE1(name) BRONZE_MATH1(name, BRONZE_M(name##f), BRONZE_M(name))
+#if !BRONZE_CUDA
+}  // namespace metal
+namespace bronze_rt {
+inline float div_rn(float a, float b) {
+  __asm__("" : "+m"(b));
+  return a / b;
+}
+}  // namespace bronze_rt
+namespace metal {
+#endif
+// What differs between the modes: these, and sqrt, rsqrt, divide, pow, powr.
+#define BRONZE_FAST_NAMES(X) X(exp) X(exp10) X(log) X(log2) X(log10) X(sin) X(cos) X(tan)
+#define BRONZE_PRECISE_ONLY_NAMES(X)                                                                    \
+  X(exp2) X(asin) X(acos) X(atan) X(sinh) X(cosh) X(tanh) X(floor) X(ceil) X(round) X(rint) X(trunc)  \
+  X(fabs) X(asinh) X(acosh) X(atanh)
+#define BRONZE_MODE_NAMES(X) BRONZE_FAST_NAMES(X) BRONZE_PRECISE_ONLY_NAMES(X) X(sqrt) X(rsqrt) X(divide) X(pow) X(powr)
+namespace precise {
+BRONZE_FAST_NAMES(BRONZE_PRECISE1)
+BRONZE_PRECISE_ONLY_NAMES(BRONZE_PRECISE1)
+BRONZE_MATH1(sqrt, BRONZE_SQRT_RN, BRONZE_M(sqrt))
+inline float bronze_rsqrt(float x) { return BRONZE_DIV_RN(1.0f, BRONZE_SQRT_RN(x)); }
+inline float bronze_divide(float a, float b) { return BRONZE_DIV_RN(a, b); }
+BRONZE_MATH1(rsqrt, bronze_rsqrt, 1.0 / BRONZE_M(sqrt))
+BRONZE_MATH2(divide, bronze_divide)
+BRONZE_MATH2(pow, BRONZE_M(powf))
+BRONZE_MATH2(powr, BRONZE_M(powf))
+inline double pow(double a, double b) { return BRONZE_M(pow)(a, b); }
+}  // namespace precise
+namespace fast {
+#define BRONZE_FAST1(name) BRONZE_MATH1(name, BRONZE_FAST(name##f), BRONZE_M(name))
+BRONZE_FAST_NAMES(BRONZE_FAST1)
+#undef BRONZE_FAST1
+#define BRONZE_USING_PRECISE(name) using precise::name;
+BRONZE_PRECISE_ONLY_NAMES(BRONZE_USING_PRECISE)
+#undef BRONZE_USING_PRECISE
+BRONZE_MATH1(sqrt, BRONZE_M(sqrtf), BRONZE_M(sqrt))  // approximate under fast and relaxed compile options
+BRONZE_MATH1(rsqrt, BRONZE_FAST_RSQRT, 1.0 / BRONZE_M(sqrt))
+BRONZE_MATH2(divide, BRONZE_FAST_DIVIDE)
+BRONZE_MATH2(pow, BRONZE_FAST(powf))
+BRONZE_MATH2(powr, BRONZE_FAST(powf))
+inline double pow(double a, double b) { return BRONZE_M(pow)(a, b); }
+}  // namespace fast
+#if defined(BRONZE_FAST_MATH)
+#define BRONZE_USING_MODE(name) using fast::name;
+#else
+#define BRONZE_USING_MODE(name) using precise::name;
+#endif
+BRONZE_MODE_NAMES(BRONZE_USING_MODE)
+#undef BRONZE_USING_MODE
+#undef BRONZE_PRECISE1
+#undef BRONZE_MATH2
 #undef BRONZE_MATH1
 // sin(pi x), cos(pi x), tan(pi x): exact at integers and half-integers.
 template <class T> inline T sinpi(T x) { return T(sin(float(x - 2 * rint(x / 2)) * 3.14159265358979f)); }
 template <class T> inline T cospi(T x) { return sinpi(T(x + T(0.5f))); }
 template <class T> inline T tanpi(T x) { return T(float(sinpi(x)) / float(cospi(x))); }
-inline float rsqrt(float x) { return 1.0f / BRONZE_M(sqrtf)(x); }
-inline half rsqrt(half x) { return (half)(1.0f / BRONZE_M(sqrtf)((float)x)); }
-template <class T, int N> inline vec<T, N> rsqrt(vec<T, N> v) { for (int i = 0; i < N; ++i) v.s[i] = T(rsqrt(v.s[i])); return v; }
 template <class T> inline T fract(T x) { return x - floor(x); }
 template <class T> inline T sign(T x) { return T((elem_t<T>(0) < x) - (x < elem_t<T>(0))); }
 inline float sign(float x) { return x > 0 ? 1.0f : x < 0 ? -1.0f : x; }
@@ -635,15 +683,9 @@ inline float fma(float a, float b, float c) { return BRONZE_M(fmaf)(a, b, c); }
 inline double fma(double a, double b, double c) { return BRONZE_M(fma)(a, b, c); }
 inline half fma(half a, half b, half c) { return (half)BRONZE_M(fmaf)((float)a, (float)b, (float)c); }
 template <class T, int N> inline vec<T, N> fma(vec<T, N> a, vec<T, N> b, vec<T, N> c) { for (int i = 0; i < N; ++i) a.s[i] = fma(a.s[i], b.s[i], c.s[i]); return a; }
-inline float pow(float a, float b) { return BRONZE_M(powf)(a, b); }
-inline half pow(half a, half b) { return (half)BRONZE_M(powf)((float)a, (float)b); }
-inline double pow(double a, double b) { return BRONZE_M(pow)(a, b); }
-template <class T, int N> inline vec<T, N> pow(vec<T, N> a, vec<T, N> b) { for (int i = 0; i < N; ++i) a.s[i] = pow(a.s[i], b.s[i]); return a; }
-inline float powr(float a, float b) { return BRONZE_M(powf)(a, b); }
 inline float atan2(float y, float x) { return BRONZE_M(atan2f)(y, x); }
 inline float fmod(float a, float b) { return BRONZE_M(fmodf)(a, b); }
 inline float copysign(float a, float b) { return BRONZE_M(copysignf)(a, b); }
-inline float divide(float a, float b) { return a / b; }
 template <class T> inline T sincos(T x, T& c) { c = cos(x); return sin(x); }
 template <class T> inline T select(T a, T b, bool c) { return c ? b : a; }
 template <class T, int N> inline vec<T, N> select(vec<T, N> a, vec<T, N> b, vec<bool, N> c) { for (int i = 0; i < N; ++i) a.s[i] = c.s[i] ? b.s[i] : a.s[i]; return a; }
@@ -719,19 +761,19 @@ BRONZE_FLOAT_LIMITS(half, constexpr, 16, unsigned short, 0x7bffu, 0x0400u, 0x140
 // fast:: and precise:: hold the math functions themselves (using-
 // declarations, not a using-directive): a library that adds its own
 // overloads there (MLX's bfloat math) still finds these by qualified lookup.
-#define BRONZE_MATH_NAMES(X)                                                                          \
-  X(abs) X(acos) X(acosh) X(asin) X(asinh) X(atan) X(atan2) X(atanh) X(ceil) X(clamp) X(copysign) X(cos) \
-  X(cosh) X(cospi) X(cross) X(distance) X(divide) X(dot) X(exp) X(exp10) X(exp2) X(fabs) X(fdim)   \
-  X(floor) X(fma) X(fmax) X(fmax3) X(fmedian3) X(fmin) X(fmin3) X(fmod) X(fract) X(frexp) X(isfinite)     \
-  X(isinf) X(isnan) X(ldexp) X(length) X(length_squared) X(log) X(log10) X(log2) X(max) X(max3)         \
-  X(median3) X(min) X(min3) X(mix) X(nextafter) X(normalize) X(pow) X(powr) X(rint) X(round) X(rsqrt)    \
-  X(saturate) X(select) X(sign) X(signbit) X(sin) X(sincos) X(sinh) X(sinpi) X(sqrt) X(step) X(tan)      \
-  X(tanh) X(tanpi) X(trunc)
+#define BRONZE_MATH_NAMES(X)                                                                           \
+  X(abs) X(atan2) X(clamp) X(copysign) X(cospi) X(cross) X(distance) X(dot) X(fdim) X(fma) X(fmax)       \
+  X(fmax3) X(fmedian3) X(fmin) X(fmin3) X(fmod) X(fract) X(frexp) X(isfinite) X(isinf) X(isnan) X(ldexp) \
+  X(length) X(length_squared) X(max) X(max3) X(median3) X(min) X(min3) X(mix) X(nextafter) X(normalize)  \
+  X(saturate) X(select) X(sign) X(signbit) X(sincos) X(sinpi) X(step) X(tanpi)
 #define BRONZE_USING(name) using metal::name;
 namespace fast { BRONZE_MATH_NAMES(BRONZE_USING) }
 namespace precise { BRONZE_MATH_NAMES(BRONZE_USING) }
 #undef BRONZE_USING
 #undef BRONZE_MATH_NAMES
+#undef BRONZE_MODE_NAMES
+#undef BRONZE_PRECISE_ONLY_NAMES
+#undef BRONZE_FAST_NAMES
 }  // namespace metal
 namespace fast = metal::fast;
 namespace precise = metal::precise;
@@ -1035,13 +1077,16 @@ using namespace metal;
 
 // Apple's compiler-internal intrinsics, which some libraries call directly
 // (MLX: __metal_fabs(x, __METAL_MAYBE_FAST_MATH__)): each is the library
-// function of that name; a trailing math-mode argument is dropped.
+// function of that name, from fast:: or precise:: where a trailing math-mode
+// argument names one (and the function has modes), else from metal::.
 namespace bronze_rt {
-struct math_mode {};
+struct math_mode {};  // the unit's mode
+struct fast_math : math_mode {};
+struct precise_math : math_mode {};
 }  // namespace bronze_rt
 #define __METAL_MAYBE_FAST_MATH__ ::bronze_msl::bronze_rt::math_mode()
-#define __METAL_FAST_MATH__ ::bronze_msl::bronze_rt::math_mode()
-#define __METAL_PRECISE_MATH__ ::bronze_msl::bronze_rt::math_mode()
+#define __METAL_FAST_MATH__ ::bronze_msl::bronze_rt::fast_math()
+#define __METAL_PRECISE_MATH__ ::bronze_msl::bronze_rt::precise_math()
 // One arity per name: EDG (NVRTC) checks a call's argument count where the
 // template is defined.
 #define BRONZE_INTRINSIC1(name)                                                                          \
@@ -1084,6 +1129,17 @@ struct math_mode {};
   X(simd_shuffle_rotate_down)
 BRONZE_UNARY(BRONZE_INTRINSIC1)
 BRONZE_BINARY(BRONZE_INTRINSIC2)
+#define BRONZE_INTRINSIC_MODES(name, mode)                                                               \
+  template <class A> inline auto __metal_##name(A a, bronze_rt::mode##_math) -> decltype(metal::mode::name(a)) { \
+    return metal::mode::name(a);                                                                         \
+  }
+#define BRONZE_INTRINSIC_MODES1(name) BRONZE_INTRINSIC_MODES(name, fast) BRONZE_INTRINSIC_MODES(name, precise)
+BRONZE_INTRINSIC_MODES1(exp) BRONZE_INTRINSIC_MODES1(exp10) BRONZE_INTRINSIC_MODES1(log)
+BRONZE_INTRINSIC_MODES1(log2) BRONZE_INTRINSIC_MODES1(log10) BRONZE_INTRINSIC_MODES1(sin)
+BRONZE_INTRINSIC_MODES1(cos) BRONZE_INTRINSIC_MODES1(tan) BRONZE_INTRINSIC_MODES1(sqrt)
+BRONZE_INTRINSIC_MODES1(rsqrt)
+#undef BRONZE_INTRINSIC_MODES1
+#undef BRONZE_INTRINSIC_MODES
 BRONZE_INTRINSIC3(fma) BRONZE_INTRINSIC3(fmax3) BRONZE_INTRINSIC3(fmin3) BRONZE_INTRINSIC3(fmedian3)
 BRONZE_INTRINSIC4(simd_shuffle_and_fill_up) BRONZE_INTRINSIC4(simd_shuffle_and_fill_down)
 #undef BRONZE_UNARY
