@@ -59,12 +59,20 @@ class KernelArg {
   KernelArg(Tensor&&) = delete;           // a temporary would dangle
   KernelArg(Scalar s) : v_(s) {}          // NOLINT
   KernelArg(std::vector<std::uint8_t> bytes) : v_(std::move(bytes)) {}  // NOLINT
+  // An argument buffer: a parameter that is a struct of device pointers (or
+  // a metal::array of them) gets these tensors' addresses, in order.
+  KernelArg(const std::vector<Tensor>& tensors) : v_(&tensors) {}  // NOLINT
+  KernelArg(std::vector<Tensor>&&) = delete;                        // a temporary would dangle
   const Tensor* tensor() const { auto* p = std::get_if<const Tensor*>(&v_); return p ? *p : nullptr; }
   const Scalar* scalar() const { return std::get_if<Scalar>(&v_); }
   const std::vector<std::uint8_t>* bytes() const { return std::get_if<std::vector<std::uint8_t>>(&v_); }
+  const std::vector<Tensor>* tensors() const {
+    auto* p = std::get_if<const std::vector<Tensor>*>(&v_);
+    return p ? *p : nullptr;
+  }
 
  private:
-  std::variant<const Tensor*, Scalar, std::vector<std::uint8_t>> v_;
+  std::variant<const Tensor*, Scalar, std::vector<std::uint8_t>, const std::vector<Tensor>*> v_;
 };
 
 struct Dim3 {

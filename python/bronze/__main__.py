@@ -76,6 +76,9 @@ def _hex(s):
 def _capture_arg_ok(a):
     if not isinstance(a, dict):
         return False
+    if "argument_buffer" in a:
+        b = a["argument_buffer"]
+        return isinstance(b, list) and len(b) > 0 and all("buffer" in x and _capture_arg_ok(x) for x in b)
     if "buffer" in a:
         return type(a["buffer"]) is int and type(a.get("bytes")) is int and a["bytes"] >= 0 and isinstance(
             a.get("dtype"), str)
@@ -132,6 +135,14 @@ def _read_capture(path):
     return records[1:]
 
 
+def _shown_arg(a):
+    if "argument_buffer" in a:
+        return "[" + ", ".join(_shown_arg(b) for b in a["argument_buffer"]) + "]"
+    if "buffer" in a:
+        return f"buffer#{a['buffer'] % 100000}[{a['bytes']}B {a['dtype']}]"
+    return f"0x{a['bytes_hex']}"
+
+
 def _show(args):
     records = _read_capture(args.file)
     libraries = {r["library"]: r["source"] for r in records if "source" in r}
@@ -139,8 +150,7 @@ def _show(args):
     print(f"{args.file}: {len(commands)} commands, {len(libraries)} shader libraries")
     for r in commands:
         if "kernel" in r:
-            argv = ", ".join(f"buffer#{a['buffer'] % 100000}[{a['bytes']}B {a['dtype']}]" if "buffer" in a
-                             else f"0x{a['bytes_hex']}" for a in r["args"])
+            argv = ", ".join(_shown_arg(a) for a in r["args"])
             print(f"{r['seq']:>5}  kernel {r['kernel']:<20} lib {r['library']} grid {tuple(r['grid'])} "
                   f"group {tuple(r['group'])} stream {r['stream']} ({argv})")
         else:
@@ -154,18 +164,24 @@ def _replay(args):
     records = _read_capture(args.file)
     libraries = {r["library"]: bronze.compile_shader(r["source"]) for r in records if "source" in r}
     buffers = {}
+
+    def buffer(a):
+        key = a["buffer"]
+        if key not in buffers:  # same identity, same buffer: data flows as recorded
+            dt = bronze.as_dtype(a["dtype"])
+            buffers[key] = bronze.zeros(a["bytes"] // dt.itemsize, dtype=dt)
+        return buffers[key]
+
     ran = 0
     for r in records:
         if "kernel" not in r:
             continue
         call = []
         for a in r["args"]:
-            if "buffer" in a:
-                key = a["buffer"]
-                if key not in buffers:  # same identity, same buffer: data flows as recorded
-                    dt = bronze.as_dtype(a["dtype"])
-                    buffers[key] = bronze.zeros(a["bytes"] // dt.itemsize, dtype=dt)
-                call.append(buffers[key])
+            if "argument_buffer" in a:
+                call.append([buffer(b) for b in a["argument_buffer"]])
+            elif "buffer" in a:
+                call.append(buffer(a))
             else:
                 call.append(bytes.fromhex(a["bytes_hex"]))
         kernel = getattr(libraries[r["library"]], r["kernel"])

@@ -97,10 +97,44 @@ bool read_only_array(nb::handle h) {
   return PyTuple_Check(data.ptr()) && PyTuple_Size(data.ptr()) == 2 && PyObject_IsTrue(PyTuple_GET_ITEM(data.ptr(), 1)) == 1;
 }
 
-// Tensors are passed by reference to the Python object's tensor; arrays
-// imported zero-copy are kept in `temps` (a list: references stay valid, and
-// a call without any allocates nothing).
-KernelArg convert(nb::handle h, const KernelParam& p, nb::handle from_array, std::list<Tensor>& temps) {
+// What a call's arguments hold for its duration (lists: references stay
+// valid, and a call without any allocates nothing).
+struct Temps {
+  std::list<Tensor> arrays;                     // imported zero-copy
+  std::list<std::vector<Tensor>> tensor_lists;  // argument buffers
+};
+
+bool is_array(nb::handle h) {
+  return PyObject_HasAttrString(h.ptr(), "__dlpack__") || PyObject_HasAttrString(h.ptr(), "__array_interface__") ||
+         PyObject_CheckBuffer(h.ptr());
+}
+
+// A tensor, or an array of at least one dimension (a NumPy scalar is a number).
+bool is_tensor_like(nb::handle h) {
+  if (nb::isinstance<Tensor>(h)) return true;
+  if (PyFloat_Check(h.ptr()) || PyLong_Check(h.ptr()) || !is_array(h)) return false;
+  return !PyObject_HasAttrString(h.ptr(), "ndim") || nb::cast<int>(h.attr("ndim")) != 0;
+}
+
+// A list or tuple of tensors or arrays: an argument buffer (a struct of
+// device pointers), as torch.mps binds one.
+bool is_tensor_list(nb::handle h) {
+  if (!(PyList_Check(h.ptr()) || PyTuple_Check(h.ptr())) || PySequence_Size(h.ptr()) == 0) return false;
+  return is_tensor_like(nb::steal(PySequence_GetItem(h.ptr(), 0)));
+}
+
+KernelArg tensor_list(nb::handle h, const std::string& label, nb::handle from_array, Temps& temps) {
+  std::vector<Tensor>& ts = temps.tensor_lists.emplace_back();
+  for (nb::handle x : h) {
+    if (nb::isinstance<Tensor>(x)) ts.push_back(nb::cast<const Tensor&>(x));
+    else if (is_tensor_like(x)) ts.push_back(nb::cast<Tensor>(from_array(x)));
+    else throw TypeError(label + ": an argument buffer is a list of tensors, got an item of type " + Py_TYPE(x.ptr())->tp_name);
+  }
+  return ts;
+}
+
+// Tensors are passed by reference to the Python object's tensor.
+KernelArg convert(nb::handle h, const KernelParam& p, nb::handle from_array, Temps& temps) {
   if (p.kind == ParamKind::Scalar && (PyFloat_CheckExact(h.ptr()) || PyLong_CheckExact(h.ptr()) || PyBool_Check(h.ptr())))
     return to_scalar(h, p.name.c_str());  // the common case, without building messages
   if (nb::isinstance<Tensor>(h)) {
@@ -119,17 +153,17 @@ KernelArg convert(nb::handle h, const KernelParam& p, nb::handle from_array, std
     const auto* d = static_cast<const std::uint8_t*>(b.data());
     return std::vector<std::uint8_t>(d, d + b.size());
   }
+  if (is_tensor_list(h)) return tensor_list(h, label, from_array, temps);
   if (p.kind == ParamKind::Buffer) {
     if (PyList_Check(h.ptr()) || PyTuple_Check(h.ptr())) {
       if (!p.read_only) throw KernelArgumentError(label + " is a writable buffer: pass a tensor, not a list");
       return pack_list(h, p, label);
     }
-    if (PyObject_HasAttrString(h.ptr(), "__dlpack__") || PyObject_HasAttrString(h.ptr(), "__array_interface__") ||
-        PyObject_CheckBuffer(h.ptr())) {
+    if (is_array(h)) {
       if (!p.read_only && read_only_array(h))
         throw KernelArgumentError(label + " is a read-only array, and the kernel writes this buffer (device " + p.type +
                                   "*): pass a writable array or a tensor (its writes would go to a copy)");
-      return temps.emplace_back(nb::cast<Tensor>(from_array(h)));
+      return temps.arrays.emplace_back(nb::cast<Tensor>(from_array(h)));
     }
     throw KernelArgumentError(label + " is a buffer: expected a tensor or array, got " + Py_TYPE(h.ptr())->tp_name);
   }
@@ -159,12 +193,12 @@ class ArgCasts {
   }
   bool empty() const { return all_.empty() && by_index_.empty(); }
   KernelArg convert(std::size_t i, nb::handle h, const KernelParam& p, nb::handle from_array,
-                    std::list<Tensor>& temps) const {
+                    Temps& temps) const {
     std::string type = all_;
     for (const auto& [k, t] : by_index_)
       if (k == i) type = t;
     bool number = PyNumber_Check(h.ptr()) && !nb::isinstance<Tensor>(h);
-    bool list = PyList_Check(h.ptr()) || PyTuple_Check(h.ptr());
+    bool list = (PyList_Check(h.ptr()) || PyTuple_Check(h.ptr())) && !is_tensor_list(h);
     if (type.empty() || p.kind == ParamKind::Attribute || (!number && !list)) return py::convert(h, p, from_array, temps);
     KernelParam cast = p;
     cast.type = type;
@@ -243,7 +277,7 @@ void bind_shader(nb::module_& m) {
         // Looked up once; the module lives as long as the interpreter.
         static nb::handle from_array = nb::object(nb::module_::import_("bronze._C").attr("_from_array")).release();
         std::vector<KernelArg> converted;
-        std::list<Tensor> temps;
+        Temps temps;
         converted.reserve(args.size());
         for (std::size_t i = 0; i < args.size(); ++i) {
           const KernelParam& p = ki.binding(static_cast<int>(i));

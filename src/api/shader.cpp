@@ -51,11 +51,18 @@ void capture_dispatch(detail::LibraryImpl& lib, const KernelInfo& ki, const runt
   });
   std::string a;
   static const char* hexd = "0123456789abcdef";
+  auto buffer = [](const Tensor& t) {
+    return "{\"buffer\":" + std::to_string(reinterpret_cast<std::uintptr_t>(t.storage().get())) +
+           ",\"bytes\":" + std::to_string(t.nbytes()) + ",\"dtype\":\"" + dtype_name(t.dtype()) + "\"}";
+  };
   for (std::size_t i = 0; i < args.size(); ++i) {
     a += i ? "," : "";
     if (const Tensor* t = args[i].tensor()) {
-      a += "{\"buffer\":" + std::to_string(reinterpret_cast<std::uintptr_t>(t->storage().get())) +
-           ",\"bytes\":" + std::to_string(t->nbytes()) + ",\"dtype\":\"" + dtype_name(t->dtype()) + "\"}";
+      a += buffer(*t);
+    } else if (const std::vector<Tensor>* ts = args[i].tensors()) {  // its buffers, not their addresses
+      a += "{\"argument_buffer\":[";
+      for (std::size_t k = 0; k < ts->size(); ++k) a += (k ? "," : "") + buffer((*ts)[k]);
+      a += "]}";
     } else {
       std::string hex;
       const std::uint8_t* b = l.inline_bytes.data() + l.args[i].inline_offset;
@@ -284,6 +291,35 @@ std::shared_ptr<detail::LibraryImpl> load_gpu_image(const Device& d, const std::
   return lib;
 }
 
+// The addresses of `ts` as the struct of device pointers that parameter p
+// is (Metal's argument buffer); each tensor stays alive until the launch ran.
+std::vector<std::uint8_t> argument_buffer(const KernelParam& p, const std::vector<Tensor>& ts,
+                                          const detail::LibraryImpl& lib, std::vector<std::shared_ptr<void>>& keepalive) {
+  if (p.kind == ParamKind::Buffer && !p.read_only)
+    throw KernelArgumentError(arg_label(p) + " is a writable device buffer: pass a tensor, not a list of tensors");
+  if (p.kind != ParamKind::Scalar && p.kind != ParamKind::Buffer)
+    throw KernelArgumentError(arg_label(p) + " takes no tensors");
+  if (ts.empty()) throw ValueError(arg_label(p) + ": an empty list of tensors");
+  const std::size_t bytes = ts.size() * sizeof(std::uint64_t);
+  if (p.size && bytes != p.size)
+    throw ValueError(arg_label(p) + " ('" + p.type + "', " + std::to_string(p.size) + " bytes) holds " +
+                     std::to_string(p.size / sizeof(std::uint64_t)) + " device pointers as an argument buffer; got " +
+                     std::to_string(ts.size()) + " tensors");
+  std::vector<std::uint8_t> out(bytes);
+  for (std::size_t k = 0; k < ts.size(); ++k) {
+    const Tensor& t = ts[k];
+    std::string which = arg_label(p) + "[" + std::to_string(k) + "]";
+    if (!t.defined()) throw TypeError(which + " is an undefined tensor");
+    if (t.device() != lib.device)
+      throw ValueError(which + " is on " + t.device().str() + ", the library on " + lib.device.str());
+    if (!t.is_contiguous()) throw ValueError(which + " is not contiguous: buffers are flat memory; call .contiguous()");
+    auto address = reinterpret_cast<std::uint64_t>(t.data_ptr());
+    std::memcpy(out.data() + k * sizeof address, &address, sizeof address);
+    if (auto keep = queued_use(t.storage())) keepalive.push_back(std::move(keep));
+  }
+  return out;
+}
+
 // The family's build for device d: built on first use.
 std::shared_ptr<detail::LibraryImpl> build_for(const std::shared_ptr<detail::LibraryFamily>& f, const Device& d) {
   std::lock_guard<std::mutex> g(f->mu);
@@ -447,13 +483,18 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
   ki.check_arity(args.size());
   if (auto family = lib_->family.lock()) {  // runs where its tensors are
     const Tensor* on = nullptr;
-    for (const KernelArg& a : args)
-      if (const Tensor* t = a.tensor(); t && t->defined()) {
-        if (on && t->device() != on->device())
-          throw ValueError("kernel '" + ki.name + "' got tensors on " + on->device().str() + " and " +
-                           t->device().str() + "; one call runs on one device");
-        on = t;
-      }
+    auto see = [&](const Tensor& t) {
+      if (!t.defined()) return;
+      if (on && t.device() != on->device())
+        throw ValueError("kernel '" + ki.name + "' got tensors on " + on->device().str() + " and " +
+                         t.device().str() + "; one call runs on one device");
+      on = &t;
+    };
+    for (const KernelArg& a : args) {
+      if (const Tensor* t = a.tensor()) see(*t);
+      if (const std::vector<Tensor>* ts = a.tensors())
+        for (const Tensor& t : *ts) see(t);
+    }
     if (on && on->device() != lib_->device) {
       Kernel(build_for(family, on->device()), index_).dispatch(args, opts);
       return;
@@ -490,7 +531,10 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
       continue;
     }
     std::vector<std::uint8_t> bytes;
-    if (const Scalar* s = a.scalar()) {
+    if (const std::vector<Tensor>* ts = a.tensors()) {
+      bytes = argument_buffer(p, *ts, *lib_, l.keepalive);
+      l.args[i].by_value = p.by_value;
+    } else if (const Scalar* s = a.scalar()) {
       if (p.kind == ParamKind::Buffer)
         throw KernelArgumentError(arg_label(p) + " is a device buffer: pass a tensor or array, not a number");
       bytes = shader::pack_scalar(p, *s);

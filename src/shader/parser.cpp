@@ -74,6 +74,7 @@ class Parser {
   Parser(const std::string& unit, const std::string& main_file) {
     out_.tokens = lex(unit, &out_.files);
     if (out_.files.empty()) out_.files.push_back(main_file);
+    bool mode_given = false;
     for (const Token& tok : out_.tokens) {  // #pragma bronze_function_constant key value
       if (tok.kind != Token::Preproc) continue;
       std::vector<Token> d = lex(tok.text.substr(1));
@@ -81,8 +82,9 @@ class Parser {
         std::string value;
         for (std::size_t k = 3; k + 1 < d.size(); ++k) value += (value.empty() ? "" : " ") + d[k].text;
         given_.emplace_back(d[2].text, value);
-      } else if (d.size() >= 3 && d[0].text == "pragma" && d[1].text == kMathModePragma) {
+      } else if (d.size() >= 3 && d[0].text == "pragma" && d[1].text == kMathModePragma && !mode_given) {
         out_.math_mode = math_mode_name(d[2].text);
+        mode_given = true;  // a unit compiled again (a capture's) keeps its own
       }
     }
   }

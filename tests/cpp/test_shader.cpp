@@ -137,6 +137,19 @@ TEST(ShaderTypes, ScalarTypes) {
   EXPECT_FALSE(bronze::shader::scalar_type("MyParams").known);
 }
 
+TEST(ShaderDispatch, ArgumentBufferFromATensorVector) {
+  auto lib = bronze::compile_shader(
+      "struct Pair { device const float* a; device float* b; };\n"
+      "kernel void add1(constant Pair& p, uint i [[thread_position_in_grid]]) { p.b[i] = p.a[i] + 1; }");
+  std::vector<bronze::Tensor> pair = {bronze::full({8}, 2.0), bronze::zeros({8})};
+  bronze::DispatchOptions o;
+  o.threads = bronze::Dim3{8, 1, 1};
+  lib.kernel("add1").dispatch({pair}, o);
+  for (double v : pair[1].to_double_vector()) EXPECT_EQ(v, 3.0);
+  std::vector<bronze::Tensor> one = {pair[0]};
+  EXPECT_THROW(lib.kernel("add1").dispatch({one}, o), bronze::ValueError);
+}
+
 TEST(ShaderDispatch, CompileAndRunFromCpp) {
   auto lib = bronze::compile_shader(
       "kernel void full(device float* out, constant float& val, uint idx [[thread_position_in_grid]]) { out[idx] = val; }");

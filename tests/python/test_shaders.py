@@ -469,6 +469,81 @@ def test_dynamic_threadgroup_memory():
     assert x.numpy().tolist() == list(range(31, -1, -1)) + list(range(63, 31, -1))
 
 
+def test_argument_buffer_of_a_metal_array_of_pointers():
+    # torch.mps's test_argument_buffers: a tuple of tensors binds to a struct
+    # holding a metal::array of device pointers.
+    lib = compile("""
+    constant constexpr int nbuffers = 16;
+    template <typename T> struct Inputs { metal::array<device T*, nbuffers> args; };
+    template <typename T>
+    kernel void sum_all(device T* output, constant Inputs<T>& inputs, uint i [[thread_position_in_grid]]) {
+      T acc = inputs.args[0][i];
+      for (int k = 1; k < nbuffers; ++k) acc += inputs.args[k][i];
+      output[i] = acc;
+    }
+    template [[host_name("sum_all_float")]] kernel void sum_all<float>(device float*, constant Inputs<float>&, uint);
+    template [[host_name("sum_all_int")]] kernel void sum_all<int>(device int*, constant Inputs<int>&, uint);
+    """)
+    rng = np.random.default_rng(7)
+    for dtype, name in ((np.float32, "sum_all_float"), (np.int32, "sum_all_int")):
+        rows = (rng.standard_normal((16, 33)) * 100).astype(dtype)
+        out = bronze.zeros(33, dtype=bronze.float32 if dtype == np.float32 else bronze.int32)
+        getattr(lib, name)(out, tuple(bronze.tensor(r) for r in rows))
+        np.testing.assert_allclose(out.cpu().numpy(), rows.sum(axis=0, dtype=dtype), rtol=1e-5)
+
+
+def test_argument_buffer_struct_reads_and_writes_through_its_pointers():
+    lib = compile("""
+    struct Gather {
+      device const float* table;
+      device const int* index;
+      device float* out;
+    };
+    kernel void gather(constant Gather& g [[buffer(0)]], constant float& scale [[buffer(1)]],
+                       uint i [[thread_position_in_grid]]) {
+      g.out[i] = g.table[g.index[i]] * scale;
+    }
+    """)
+    table = np.linspace(0, 1, 50, dtype=np.float32)
+    index = np.array([3, 49, 0, 7, 7, 21], dtype=np.int32)
+    out = bronze.zeros(6)
+    lib.gather([bronze.tensor(table), bronze.tensor(index), out], 2.0, threads=6)
+    np.testing.assert_array_equal(out.cpu().numpy(), table[index] * 2)
+
+
+def test_argument_buffer_errors_are_clear_and_the_runtime_stays_usable():
+    lib = compile("""
+    struct Pair { device const float* a; device float* b; };
+    kernel void copy(constant Pair& p [[buffer(0)]], device float* w [[buffer(1)]], uint i [[thread_position_in_grid]]) {
+      p.b[i] = p.a[i];
+      w[i] = 1;
+    }
+    """)
+    a, b, w = bronze.ones(4), bronze.zeros(4), bronze.zeros(4)
+    with pytest.raises(ValueError, match=r"holds 2 device pointers as an argument buffer; got 3 tensors"):
+        lib.copy([a, b, a], w)
+    with pytest.raises(bronze.KernelArgumentError, match="writable device buffer"):
+        lib.copy([a, b], [w])
+    with pytest.raises(TypeError, match="argument buffer is a list of tensors"):
+        lib.copy([a, "b"], w)
+    with pytest.raises(ValueError, match=r"\[1\] is not contiguous"):
+        lib.copy([a, bronze.ones(2, 2).t()], w)
+    lib.copy((a, b), w)
+    np.testing.assert_array_equal(b.cpu().numpy(), 1)
+
+
+@cpu_only
+def test_argument_buffer_of_numpy_row_views_zero_copy():
+    # Each row of a NumPy array is a view at an offset, as unbind(0) gives in torch.
+    lib = compile("""
+    struct Rows { metal::array<device float*, 4> r; };
+    kernel void scale_rows(constant Rows& rows, uint2 p [[thread_position_in_grid]]) { rows.r[p.y][p.x] *= p.y + 1; }
+    """)
+    m = np.ones((4, 5), dtype=np.float32)
+    lib.scale_rows(list(m), threads=(5, 4))
+    np.testing.assert_array_equal(m, np.arange(1, 5, dtype=np.float32)[:, None] * np.ones(5))
+
+
 @cpu_only
 def test_kernel_reads_numpy_and_torch_style_arrays_zero_copy():
     lib = bronze.compile_shader(SEED)
@@ -560,6 +635,24 @@ def test_capture_show_and_replay(tmp_path, monkeypatch, capsys):
         lib.full(x, 3.5)
     assert main(["capture", "replay", str(cap)]) == 0
     assert "replayed 1 kernel dispatches" in capsys.readouterr().out
+
+
+def test_capture_records_an_argument_buffers_tensors_not_their_addresses(tmp_path, monkeypatch, capsys):
+    from bronze.__main__ import main
+
+    monkeypatch.setenv("BRONZE_CAPTURE_ENABLED", "1")
+    lib = bronze.compile_shader(HEADER + """
+    struct Pair { device const float* a; device float* b; };
+    kernel void copy(constant Pair& p, uint i [[thread_position_in_grid]]) { p.b[i] = p.a[i]; }
+    """)
+    a, b = bronze.ones(8), bronze.zeros(8)
+    cap = tmp_path / "cap.jsonl"
+    with bronze.profiler.metal_capture(cap):
+        lib.copy([a, b], threads=8)
+    assert main(["capture", "show", str(cap)]) == 0
+    assert "([buffer#" in capsys.readouterr().out
+    assert main(["capture", "replay", str(cap)]) == 0  # on fresh buffers of the recorded sizes
+    assert "replayed 1 kernel dispatches from" in capsys.readouterr().out
 
 
 def test_capture_of_a_process_that_dies_inside_it_is_readable(tmp_path, capsys):
