@@ -150,6 +150,11 @@ class Library {
   bool has_kernel(const std::string& name) const;
   // Throws KernelNotFoundError listing the kernels when there is none so named.
   Kernel kernel(const std::string& name) const;
+  // The kernel built with these function constant values (name or index ->
+  // C++ expression, as CompileOptions::constants), over the library's own:
+  // MTLLibrary's newFunctionWithName:constantValues:. Each set is built once
+  // per library, from the unit the library carries.
+  Kernel specialize(const std::string& name, const std::vector<std::pair<std::string, std::string>>& constants) const;
   const std::string& hash() const;  // content hash of the compiled library
   Device device() const;
 

@@ -300,6 +300,11 @@ void bind_shader(nb::module_& m) {
         return k;
       })
       .def("__dir__", [](const Library& lib) { return lib.kernel_names(); })  // as torch.mps: the kernels
+      .def("_specialize", [](const Library& lib, const std::string& name,
+                             const std::vector<std::pair<std::string, std::string>>& constants) {
+        nb::gil_scoped_release g;  // may compile
+        return lib.specialize(name, constants);
+      })
       .def_prop_ro("kernel_names", &Library::kernel_names)
       .def_prop_ro("hash", &Library::hash)
       .def_prop_ro("device", &Library::device)

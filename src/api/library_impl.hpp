@@ -36,5 +36,13 @@ struct LibraryImpl {
   // Empty: bound to `device`. Weak: the family owns its builds, and the
   // process's library cache owns the family.
   std::weak_ptr<LibraryFamily> family;
+  // Library::specialize's builds by their constants, each with its own
+  // family where this library has one.
+  struct Specialization {
+    std::shared_ptr<LibraryImpl> lib;
+    std::shared_ptr<LibraryFamily> family;
+  };
+  std::mutex specializations_mu;
+  std::vector<std::pair<std::string, Specialization>> specializations;
 };
 }  // namespace bronze::detail

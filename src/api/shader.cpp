@@ -470,6 +470,32 @@ Kernel Library::kernel(const std::string& name) const {
   throw KernelNotFoundError("the library has no kernel '" + name + "'; its kernels: " + join_names(*impl_));
 }
 
+Kernel Library::specialize(const std::string& name,
+                           const std::vector<std::pair<std::string, std::string>>& constants) const {
+  if (!impl_->launch_record || impl_->source.empty())
+    throw NotSupportedError("function constants specialize Metal kernels; this library was built from CUDA C++ or "
+                            "loaded from a GPU module");
+  std::string key;
+  for (const auto& [k, v] : constants) key += k + '\0' + v + '\0';
+  std::lock_guard<std::mutex> g(impl_->specializations_mu);  // one build per set, however many callers
+  for (const auto& [k, s] : impl_->specializations)
+    if (k == key) return Library(s.lib).kernel(name);
+  shader::TranslationUnit tu;
+  tu.text = impl_->source + shader::constant_pragmas(constants);
+  detail::LibraryImpl::Specialization s;
+  s.lib = build_unit(impl_->device, tu, impl_->validate);
+  if (!impl_->family.expired()) {  // follows its tensors, as this library does
+    s.family = std::make_shared<detail::LibraryFamily>();
+    s.family->unit = tu;
+    s.family->validate = impl_->validate;
+    s.family->builds.push_back(s.lib);
+    s.lib->family = s.family;
+  }
+  Kernel k = Library(s.lib).kernel(name);
+  impl_->specializations.emplace_back(std::move(key), std::move(s));
+  return k;
+}
+
 const std::string& Library::hash() const { return impl_->hash; }
 Device Library::device() const { return impl_->device; }
 

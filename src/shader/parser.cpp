@@ -539,14 +539,14 @@ class Parser {
     return nullptr;
   }
 
-  // Whether a [[function_constant(c)]] parameter is present: c given and true.
+  // Whether a [[function_constant(c)]] parameter is present: c given and
+  // true. The last value given counts (a specialization's, over the unit's).
   bool present(const std::string& name) const {
-    for (const auto& [key, value] : given_) {
-      const FunctionConstant* fc = constant(name);
-      if (key == name || (fc && key == std::to_string(fc->index)))
-        return value != "0" && value != "false" && value != "0.0";
-    }
-    return false;
+    const FunctionConstant* fc = constant(name);
+    const std::string* last = nullptr;
+    for (const auto& [key, value] : given_)
+      if (key == name || (fc && key == std::to_string(fc->index))) last = &value;
+    return last && *last != "0" && *last != "false" && *last != "0.0";
   }
 
   // Metal overloads functions on address spaces (`f(thread T& a)` beside

@@ -336,14 +336,21 @@ TranslationUnit preprocess(const std::string& source, const SourceOptions& o) {
     ++line;
   }
   jit::remove_tree(work);
-  for (const auto& [key, value] : o.constants) {
-    if (value.find('\n') != std::string::npos) throw ValueError("constants: a value is one line");
-    out += std::string("#pragma ") + kConstantPragma + " " + key + " " + value + "\n";
-  }
+  out += constant_pragmas(o.constants);
   out += std::string("#pragma ") + kMathModePragma + " " + math_mode_name(o.math_mode) + "\n";
   for (SourceFile& f : tu.files) f.expanded_lines = std::move(expanded[f.name]);
   tu.text = std::move(out);
   return tu;
+}
+
+std::string constant_pragmas(const std::vector<std::pair<std::string, std::string>>& constants) {
+  std::string out;
+  for (const auto& [key, value] : constants) {
+    if (value.find('\n') != std::string::npos || key.find('\n') != std::string::npos)
+      throw ValueError("constants: a name and a value are one line each");
+    out += std::string("#pragma ") + kConstantPragma + " " + key + " " + value + "\n";
+  }
+  return out;
 }
 
 }  // namespace bronze::shader

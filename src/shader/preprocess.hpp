@@ -27,6 +27,9 @@ struct SourceOptions {
   std::string math_mode = "fast";  // appended to the unit (parser.hpp, kMathModePragma)
 };
 
+// The lines that give a unit its function constant values (kConstantPragma).
+std::string constant_pragmas(const std::vector<std::pair<std::string, std::string>>& constants);
+
 struct SourceFile {
   SourceFile(std::string n, std::string t) : name(std::move(n)), text(std::move(t)) {}
   std::string name;  // as errors name it: the user's filename, a header's name, an include's path

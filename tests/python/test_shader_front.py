@@ -444,6 +444,32 @@ def test_function_constants_specialize_a_kernel():
         bronze.compile_shader(FUNCTION_CONSTANTS, constants={"has_bias": "yes"})
 
 
+def test_a_library_specializes_one_kernel_per_constant_set():
+    # MTLLibrary newFunctionWithName:constantValues:, from a compiled library
+    # and from a precompiled one (which carries its unit).
+    for lib, repeats in ((bronze.compile_shader(FUNCTION_CONSTANTS), 1),
+                         (bronze.load_metallib(bronze.compile_library(FUNCTION_CONSTANTS, constants={302: 3})), 3)):
+        k = lib.specialize("scale", {"has_bias": True})
+        assert k is not lib.scale and [p["name"] for p in k.params if p["binding"] >= 0] == ["y", "bias", "a"]
+        y = bronze.ones(4)
+        k(y, bronze.arange(4, dtype=bronze.float32), 1.0)
+        assert y.to("cpu").numpy().tolist() == [1.0 + repeats * i for i in range(4)]
+        assert lib.specialize("scale", {"has_bias": True}).params == k.params  # built once, then found
+        y = bronze.ones(4)
+        lib.specialize("scale", {302: 2, "bias_is_value": True})(y, 0.5, 2.0)
+        assert y.to("cpu").numpy().tolist() == [2 * (2 * 1 + 0.5) + 0.5] * 4  # the set's 302 over the library's
+        y = bronze.ones(4)
+        lib.scale(y, 2.0)  # the library itself is unchanged
+        assert y.to("cpu").numpy().tolist() == [2.0 ** repeats] * 4
+    with pytest.raises(bronze.KernelNotFoundError, match="no kernel 'nope'"):
+        lib.specialize("nope", {"has_bias": True})
+    with pytest.raises(ValueError, match="declares no function constant 'missing'"):
+        lib.specialize("scale", {"missing": 1})
+    with pytest.raises(TypeError, match="a bool, int or float"):
+        lib.specialize("scale", {"has_bias": [1]})
+    assert lib.scale.name == "scale"
+
+
 # MLX-style helpers: metal type traits selecting overloads, constexpr limits
 # and bfloat constants, functions overloaded on address spaces.
 TRAITS = r"""
