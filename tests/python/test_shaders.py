@@ -252,21 +252,24 @@ def test_quad_group_functions_including_divergent_lanes():
     lib = compile("""
     kernel void quad(device const float* x, device float* o, uint i [[thread_position_in_grid]]) {
       float v = x[i];
-      o[i * 10 + 0] = quad_sum(v);
-      o[i * 10 + 1] = quad_max(v);
-      o[i * 10 + 2] = quad_prefix_exclusive_sum(v);
-      o[i * 10 + 3] = quad_shuffle(v, 2);
-      o[i * 10 + 4] = quad_shuffle_down(v, 1);
-      o[i * 10 + 5] = quad_shuffle_xor(v, 3);
-      o[i * 10 + 6] = quad_shuffle_rotate_up(v, 1);
-      o[i * 10 + 7] = quad_any(v > 0.9f) ? 1.0f : 0.0f;
-      o[i * 10 + 8] = float(quad_and(uint(i) | 0x100u));
-      if (i % 4 != 1) o[i * 10 + 9] = quad_sum(v);   // lane 1 of each quad sits this one out
+      o[i * 11 + 0] = quad_sum(v);
+      o[i * 11 + 1] = quad_max(v);
+      o[i * 11 + 2] = quad_prefix_exclusive_sum(v);
+      o[i * 11 + 3] = quad_shuffle(v, 2);
+      o[i * 11 + 4] = quad_shuffle_down(v, 1);
+      o[i * 11 + 5] = quad_shuffle_xor(v, 3);
+      o[i * 11 + 6] = quad_shuffle_rotate_up(v, 1);
+      o[i * 11 + 7] = quad_any(v > 0.9f) ? 1.0f : 0.0f;
+      o[i * 11 + 8] = float(quad_and(uint(i) | 0x100u)) + 1000.0f * float(quad_vote::vote_t(quad_ballot(v > 0.5f)));
+      if (i % 4 != 1) {  // lane 1 of each quad sits these out
+        o[i * 11 + 9] = quad_sum(v);
+        o[i * 11 + 10] = float(quad_vote::vote_t(quad_active_threads_mask()));
+      }
     }""")
     x = np.random.default_rng(2).random(64, dtype=np.float32)
-    o = bronze.zeros(64 * 10)
+    o = bronze.zeros(64 * 11)
     lib.quad(x, o, group_size=64)
-    r = o.numpy().reshape(16, 4, 10)
+    r = o.numpy().reshape(16, 4, 11)
     q = x.reshape(16, 4)
     np.testing.assert_allclose(r[..., 0], np.repeat(q.sum(1, keepdims=True), 4, 1), rtol=1e-6)
     np.testing.assert_array_equal(r[..., 1], np.repeat(q.max(1, keepdims=True), 4, 1))
@@ -277,10 +280,50 @@ def test_quad_group_functions_including_divergent_lanes():
     np.testing.assert_array_equal(r[..., 6], q[:, [3, 0, 1, 2]])
     np.testing.assert_array_equal(r[..., 7], np.repeat((q > 0.9).any(1, keepdims=True), 4, 1))
     ids = np.arange(64).reshape(16, 4) | 0x100
-    np.testing.assert_array_equal(r[..., 8], np.repeat(np.bitwise_and.reduce(ids, 1)[:, None], 4, 1))
+    ands = np.repeat(np.bitwise_and.reduce(ids, 1)[:, None], 4, 1)
+    votes = ((q > 0.5) * [1, 2, 4, 8]).sum(1)
+    np.testing.assert_array_equal(r[..., 8], ands + 1000.0 * np.repeat(votes[:, None], 4, 1))
     partial = q[:, [0, 2, 3]].sum(1)
     np.testing.assert_allclose(r[:, [0, 2, 3], 9], np.repeat(partial[:, None], 3, 1), rtol=1e-6)
     assert not r[:, 1, 9].any()
+    np.testing.assert_array_equal(r[:, [0, 2, 3], 10], 0b1101)  # the inactive lane's bit is clear
+
+
+def test_simdgroup_async_copies_tiles_with_edges_and_back():
+    # As flash-attention kernels stage tiles: each simdgroup copies a 10 x 6
+    # tile of a 33-column matrix into threadgroup memory (past the matrix
+    # edge: zeros or the edge element), waits, and copies its result back.
+    lib = compile("""
+    kernel void stage(device const float* m [[buffer(0)]], device float* out [[buffer(1)]],
+                      device float* flat [[buffer(2)]], constant uint2& size [[buffer(3)]],
+                      constant int& edge [[buffer(4)]],
+                      uint sg [[simdgroup_index_in_threadgroup]], uint lane [[thread_index_in_simdgroup]],
+                      uint tg [[threadgroup_position_in_grid]]) {
+      threadgroup float tile[2][6][10];
+      threadgroup float line[2][40];
+      const uint t = tg * 2 + sg;          // tile t: columns 10 t .. 10 t + 9
+      const ulong2 src_tile(min(10u, size.x - min(size.x, 10 * t)), size.y);
+      simdgroup_event ev[2];
+      ev[0] = simdgroup_async_copy(&tile[sg][0][0], 10, 1, ulong2(10, 6), m + 10 * t, size.x, 1, src_tile,
+                                   long2(0, 0), edge ? simdgroup_async_copy_clamp_mode::clamp_to_edge
+                                                     : simdgroup_async_copy_clamp_mode::clamp_to_zero);
+      ev[1] = simdgroup_async_copy(&line[sg][0], m + 40 * t, 40);
+      simdgroup_event::wait(2, ev);
+      for (uint k = lane; k < 60; k += 32) tile[sg][k / 10][k % 10] *= 2;
+      simdgroup_barrier(mem_flags::mem_threadgroup);
+      ev[0] = simdgroup_async_copy(out + 10 * t, 40, 1, ulong2(10, 6), &tile[sg][0][0], 10, 1, ulong2(10, 6));
+      ev[1] = simdgroup_async_copy(flat + 40 * t, &line[sg][0], 40);
+      simdgroup_event::wait(2, ev);
+    }""")
+    rng = np.random.default_rng(4)
+    m = rng.standard_normal((6, 33)).astype(np.float32)
+    for edge in (0, 1):
+        out, flat = bronze.zeros(6 * 40), bronze.zeros(4 * 40)
+        lib.stage(m.ravel(), out, flat, [33, 6], edge, threads=(128, 1, 1), group_size=(64, 1, 1))
+        padded = np.pad(m, ((0, 0), (0, 7)), mode="edge" if edge else "constant")
+        np.testing.assert_array_equal(out.cpu().numpy().reshape(6, 40), 2 * padded)
+        np.testing.assert_array_equal(flat.cpu().numpy(), m.ravel()[:160])
+
 
 def test_simd_reduction_in_divergent_code_and_partial_group():
     lib = compile("""

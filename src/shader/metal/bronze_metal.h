@@ -968,6 +968,13 @@ struct simd_vote {
   bool all() const { return v == 0xffffffffull; }
   bool any() const { return v != 0; }
 };
+struct quad_vote {  // bit l: lane l of the caller's quad
+  typedef ushort vote_t;
+  vote_t v;
+  explicit operator vote_t() const { return v; }
+  bool all() const { return v == 0xf; }
+  bool any() const { return v != 0; }
+};
 }  // namespace metal
 
 // ------------------------------------------------ how entries call kernels
@@ -1220,6 +1227,80 @@ template <class T> inline T quad_shuffle_up(T x, ushort d) { return simd_shuffle
 template <class T> inline T quad_shuffle_down(T x, ushort d) { return simd_shuffle(x, bronze_quad_lane(int(bronze_rt::simd_lane() & 3u) + d)); }
 template <class T> inline T quad_shuffle_rotate_up(T x, ushort d) { return simd_shuffle(x, bronze_quad_lane((bronze_rt::simd_lane() - d) & 3u)); }
 template <class T> inline T quad_shuffle_rotate_down(T x, ushort d) { return simd_shuffle(x, bronze_quad_lane((bronze_rt::simd_lane() + d) & 3u)); }
+inline quad_vote quad_ballot(bool p) {
+  return quad_vote{ushort(uint64_t(simd_ballot(p)) >> (bronze_rt::simd_lane() & ~3u) & 0xfu)};
+}
+inline quad_vote quad_active_threads_mask() { return quad_ballot(true); }
+}  // namespace metal
+
+// ---------------------------------------------------- simdgroup async copies
+// A copy between device and threadgroup memory that a simdgroup makes
+// together. Apple's GPUs run it in the background until
+// simdgroup_event::wait; bronze copies at once, shared among the active
+// lanes, and wait is the simdgroup barrier after which every lane sees the
+// whole copy. (One address space: the two directions are one overload; D
+// and S are pointers or, under validate=True, checked buffers.)
+namespace metal {
+enum class simdgroup_async_copy_clamp_mode { clamp_to_zero = 0, clamp_to_edge = 1 };
+struct simdgroup_event {
+  static void wait(int, simdgroup_event*) { simdgroup_barrier(mem_flags::mem_threadgroup | mem_flags::mem_device); }
+};
+}  // namespace metal
+namespace bronze_rt {
+// This lane's rank among the simdgroup's active lanes, and their count.
+inline uint active_rank(uint& count) {
+  const uint64_t active = uint64_t(metal::simd_ballot(true));
+  count = uint(BRONZE_POPCOUNT64(active));
+  return uint(BRONZE_POPCOUNT64(active & ((1ull << simd_lane()) - 1)));
+}
+}  // namespace bronze_rt
+namespace metal {
+template <class D, class S>
+inline simdgroup_event simdgroup_async_copy(D dst, S src, ulong n_elements) {
+  uint lanes, i = bronze_rt::active_rank(lanes);
+  for (ulong k = i; k < n_elements; k += lanes) dst[k] = src[k];
+  return {};
+}
+// A tile: dst_tile_dimensions (columns, rows) of dst, each element from src
+// at the same place shifted by offset_in_src_tile; places outside the
+// src_tile_dimensions get zero or the nearest edge element.
+template <class D, class S>
+inline simdgroup_event simdgroup_async_copy(D dst, ulong dst_elements_per_row, ulong dst_element_stride,
+                                            ulong2 dst_tile_dimensions, S src, ulong src_elements_per_row,
+                                            ulong src_element_stride, ulong2 src_tile_dimensions,
+                                            long2 offset_in_src_tile, simdgroup_async_copy_clamp_mode clamp_mode) {
+  typedef remove_cv_t<remove_reference_t<decltype(dst[0])>> T;
+  uint lanes, i = bronze_rt::active_rank(lanes);
+  const ulong w = dst_tile_dimensions.x, n = w * dst_tile_dimensions.y;
+  for (ulong k = i; k < n; k += lanes) {
+    const ulong x = k % w, y = k / w;
+    long sx = long(x) + offset_in_src_tile.x, sy = long(y) + offset_in_src_tile.y;
+    const bool inside = sx >= 0 && sy >= 0 && ulong(sx) < src_tile_dimensions.x && ulong(sy) < src_tile_dimensions.y;
+    T v = T(0);
+    if (inside || (clamp_mode == simdgroup_async_copy_clamp_mode::clamp_to_edge && src_tile_dimensions.x &&
+                   src_tile_dimensions.y)) {
+      sx = min(max(sx, 0l), long(src_tile_dimensions.x) - 1);
+      sy = min(max(sy, 0l), long(src_tile_dimensions.y) - 1);
+      v = src[ulong(sy) * src_elements_per_row + ulong(sx) * src_element_stride];
+    }
+    dst[y * dst_elements_per_row + x * dst_element_stride] = v;
+  }
+  return {};
+}
+// Threadgroup to device: the part of the source tile that fits the destination's.
+template <class D, class S>
+inline simdgroup_event simdgroup_async_copy(D dst, ulong dst_elements_per_row, ulong dst_element_stride,
+                                            ulong2 dst_tile_dimensions, S src, ulong src_elements_per_row,
+                                            ulong src_element_stride, ulong2 src_tile_dimensions) {
+  uint lanes, i = bronze_rt::active_rank(lanes);
+  const ulong w = min(dst_tile_dimensions.x, src_tile_dimensions.x);
+  const ulong n = w * min(dst_tile_dimensions.y, src_tile_dimensions.y);
+  for (ulong k = i; k < n; k += lanes) {
+    const ulong x = k % w, y = k / w;
+    dst[y * dst_elements_per_row + x * dst_element_stride] = src[y * src_elements_per_row + x * src_element_stride];
+  }
+  return {};
+}
 }  // namespace metal
 
 // ------------------------------------------------------- simdgroup_matrix
