@@ -10,6 +10,52 @@ struct Edit {
   std::string text;
 };
 
+// The text of tokens [a, b] as the source has it.
+std::string text_of(const std::string& src, const std::vector<Token>& t, std::size_t a, std::size_t b) {
+  return src.substr(t[a].offset, t[b].offset + t[b].text.size() - t[a].offset);
+}
+
+// GNU designated initializers of a local array, which Clang (Metal) takes
+// and G++ refuses in C++: `float s[N] = { [0 ... N-1] = 0.0f, [3] = 1 };`
+// (llama.cpp's ggml-metal). Given the braces [open, close], the statements
+// that store the designated values once the array is declared with `{}`;
+// empty where this is not such an initializer.
+std::string designated_fills(const std::string& src, const std::vector<Token>& t, std::size_t open,
+                             std::size_t close) {
+  if (open < 4 || t[open - 1].text != "=" || t[open - 2].text != "]" || t[close].text != "}" ||
+      t[close + 1].text != ";")
+    return "";
+  std::size_t b = open - 2;  // back over the declarator's brackets to its name
+  for (int d = 0; b > 0; --b) {
+    d += t[b].text == "]" ? 1 : t[b].text == "[" ? -1 : 0;
+    if (d == 0 && t[b - 1].text != "]") break;
+  }
+  if (b == 0 || t[b - 1].kind != Token::Ident) return "";
+  const std::string& name = t[b - 1].text;
+  std::string out;
+  for (std::size_t k = open + 1; k < close;) {
+    if (t[k].text != "[") return "";
+    std::size_t rb = k, dots = 0;
+    for (int d = 0; rb < close; ++rb) {
+      d += t[rb].text == "[" || t[rb].text == "(" ? 1 : t[rb].text == "]" || t[rb].text == ")" ? -1 : 0;
+      if (d == 1 && !dots && t[rb].text == "." && t[rb + 1].text == "." && t[rb + 2].text == ".") dots = rb;
+      if (d == 0) break;
+    }
+    if (rb >= close || t[rb + 1].text != "=") return "";
+    std::size_t v = rb + 2, end = v;  // the value: up to a comma outside brackets
+    for (int d = 0; end < close && !(d == 0 && t[end].text == ","); ++end)
+      d += t[end].text == "(" || t[end].text == "[" || t[end].text == "{" ? 1
+           : t[end].text == ")" || t[end].text == "]" || t[end].text == "}" ? -1 : 0;
+    if (end == v) return "";
+    std::string value = "(" + text_of(src, t, v, end - 1) + ")";
+    if (dots) out += " bronze_rt::fill_range(" + name + ", " + text_of(src, t, k + 1, dots - 1) + ", " +
+                     text_of(src, t, dots + 3, rb - 1) + ", " + value + ");";
+    else out += " " + name + "[" + text_of(src, t, k + 1, rb - 1) + "] = " + value + ";";
+    k = end + (end < close ? 1 : 0);
+  }
+  return out;
+}
+
 // Declaration specifiers that may stand next to an address space.
 bool is_specifier(const std::string& x) {
   return x == "static" || x == "constexpr" || x == "const" || x == "inline" || x == "extern" || x == "volatile" ||
@@ -34,7 +80,7 @@ std::string layout_initializer(const ParsedKernel& pk, std::size_t k) {
   std::string s = "{";
   for (int b : pk.info.bound) {
     std::string v = "bronze_rt::value_t<" + param_type(k, static_cast<std::size_t>(b)) + ">";
-    s += "sizeof(" + v + "), bronze_rt::type_code<" + v + ">::value, ";
+    s += "bronze_rt::size_of<" + v + ">::value, bronze_rt::type_code<" + v + ">::value, ";
   }
   return s + "0}";
 }
@@ -83,7 +129,16 @@ std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderT
   int depth = 0;
   for (std::size_t i = 0; t[i].kind != Token::End; ++i) {
     const Token& tok = t[i];
-    if (tok.kind == Token::Preproc) continue;  // #line, #pragma
+    if (tok.kind == Token::Preproc) {  // #line, #pragma
+      // `#pragma unroll (MIN(DK8/2, 4*NSG))`: the preprocessor that ran
+      // before leaves pragmas unexpanded and takes its macros with it, so a
+      // count that is not a number is dropped (the unrolling is a hint).
+      std::vector<Token> d = lex(tok.text.substr(1));
+      if (d.size() > 2 && d[0].text == "pragma" && d[1].text == "unroll" &&
+          std::any_of(d.begin() + 2, d.end(), [](const Token& x) { return x.kind == Token::Ident; }))
+        edits.push_back({tok.offset, tok.text.size(), "#pragma unroll"});
+      continue;
+    }
     if (tok.kind == Token::Number) {
       char last = tok.text.back();
       bool hex = tok.text.size() > 1 && (tok.text[1] == 'x' || tok.text[1] == 'X');
@@ -94,6 +149,15 @@ std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderT
         edits.push_back({tok.offset + tok.text.size(), 0, "f"});
       }
       continue;
+    }
+    if (tok.text == "{" && t[i + 1].text == "[" && t[i + 2].text != "[") {
+      std::size_t close = find(i + 1, [](const std::string&) { return false; });
+      if (std::string fills = designated_fills(src, t, i, close); !fills.empty()) {
+        edits.push_back({tok.offset, t[close].offset + 1 - tok.offset, "{}"});
+        edits.push_back({t[close + 1].offset + 1, 0, fills});
+        i = close;
+        continue;
+      }
     }
     if (tok.text == "{") ++depth;
     if (tok.text == "}") --depth;
@@ -132,7 +196,8 @@ std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderT
       i = close;
       continue;
     }
-    if (x == "kernel" || x == "device" || x == "thread" || x == "threadgroup_imageblock") {
+    if (x == "kernel" || x == "device" || x == "thread" || x == "threadgroup_imageblock" ||
+        (x == "__extension__" && target == ShaderTarget::CudaCpp)) {  // GNU's, before ggml's anonymous unions: EDG refuses it there
       if (t[i + 1].text != "::") blank(tok);
     } else if (x == "constant") {
       // `constant const T&`, `static constant constexpr`: the const is there already.

@@ -497,6 +497,60 @@ def test_vectors_swizzles_and_math():
     np.testing.assert_allclose(p.numpy().reshape(2, 3), 2 * x[:, :3])
 
 
+def test_llama_cpp_style_constructs():
+    # Written as ggml-metal writes them: GNU range designators, __extension__
+    # anonymous unions, a pragma whose count is a macro, an untyped buffer,
+    # Metal's scalar-to-vector conversions (half4 * float, c ? half4 : 0.0f,
+    # fmax(0, float4)) and float4(packed_char4).
+    lib = compile("""
+    #define MIN(x, y) ((x) < (y) ? (x) : (y))
+    typedef struct {
+      __extension__ union {
+        struct { half d; half m; };
+        half2 dm;
+      };
+      char qs[4];
+    } block_q;
+    template <typename T4, short N>
+    kernel void k(device const void* src [[buffer(0)]], device const T4* h4 [[buffer(1)]],
+                  device float* o [[buffer(2)]], uint i [[thread_position_in_grid]]) {
+      device const block_q* b = (device const block_q*) src + i;
+      float acc[N] = { [0 ... N - 1] = 0.5f };
+      int picks[5] = { [1 ... 2] = 7, [4] = 9 };
+      #pragma unroll (MIN(N, 4))
+      for (short j = 0; j < N; ++j) acc[j] += float(b->dm[j % 2]);
+      float4 q = float4(*(device const packed_char4*) b->qs) * float(b->d);
+      float slope = 0.5f;
+      float4 m = float4(i % 2 ? slope * h4[i] : 0.0f);
+      float4 f = fmax(0, q - 2.0f) + fmin(1, m) + max(q, 0);
+      o[i * 8 + 0] = acc[0] + acc[N - 1];
+      o[i * 8 + 1] = float(picks[0] + picks[2] + picks[3] + picks[4]);
+      o[i * 8 + 2] = f.x;
+      o[i * 8 + 3] = f.y;
+      o[i * 8 + 4] = f.z;
+      o[i * 8 + 5] = f.w;
+      o[i * 8 + 6] = fmax(0, -float(b->m));
+      o[i * 8 + 7] = m.w;
+    }
+    template [[host_name("k_h4")]] kernel void k<half4, 6>(device const void*, device const half4*, device float*, uint);
+    """)
+    blocks = np.zeros(2, dtype=[("d", np.float16), ("m", np.float16), ("qs", np.int8, 4)])
+    blocks["d"], blocks["m"] = [2, 0.5], [-1.5, 3]
+    blocks["qs"] = [[1, -2, 3, 4], [0, 5, -6, 1]]
+    h4 = np.array([[1, 2, 3, 4], [0.5, 1.5, -2, 4]], dtype=np.float16)
+    o = bronze.zeros(16)
+    lib.k_h4(np.frombuffer(blocks.tobytes(), dtype=np.uint8), h4, o, threads=2)
+    r = o.numpy().reshape(2, 8)
+    d, m = blocks["d"].astype(np.float32), blocks["m"].astype(np.float32)
+    np.testing.assert_array_equal(r[:, 0], 1.0 + d + m)  # acc[0] += d, acc[5] += m
+    np.testing.assert_array_equal(r[:, 1], 0 + 7 + 0 + 9)
+    q = blocks["qs"].astype(np.float32) * d[:, None]
+    hm = np.where(np.arange(2)[:, None] % 2 == 1, 0.5 * h4.astype(np.float32), 0)
+    np.testing.assert_allclose(r[:, 2:6], np.maximum(0, q - 2) + np.minimum(1, hm) + np.maximum(q, 0))
+    np.testing.assert_array_equal(r[:, 6], np.maximum(0, -m))
+    np.testing.assert_array_equal(r[:, 7], hm[:, 3])
+
+
 def test_dynamic_threadgroup_memory():
     lib = compile("""
     kernel void rev(device float* x, threadgroup float* tmp [[threadgroup(0)]], uint tid [[thread_index_in_threadgroup]],

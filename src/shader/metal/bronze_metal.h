@@ -309,6 +309,10 @@ template <class T, class U> constexpr void bronze_fill_(T* d, int& k, const U& v
   else { d[k++] = T(v); }
 }
 
+template <class T, int N> struct packed_vec;
+// Defined for a scalar U that converts to T.
+template <class T, class U>
+using bronze_scalar_t = typename bronze_if_<vec_traits<U>::n == 1 && sizeof(T(U{})) != 0, int>::type;
 template <class T, int N>
 struct vec : vec_base<T, N> {
   typedef T value_type;
@@ -316,6 +320,9 @@ struct vec : vec_base<T, N> {
   constexpr vec(T v) : vec_base<T, N>(bronze_zeroed{}) {  // NOLINT: Metal widens scalars
     for (int i = 0; i < N; ++i) this->s[i] = v;
   }
+  // ... of any type, as one conversion (`c ? half4_value : 0.0f` is a half4).
+  template <class U, class = bronze_scalar_t<T, U>>
+  constexpr vec(U v) : vec(T(v)) {}  // NOLINT
   // Whole-vector copies: one access for a float4 in memory, not four. The
   // swizzles' assignment deletes the union's implicit one, so assignment
   // copies raw_ (a memcpy would lose the alignment on NVRTC and copy bytes).
@@ -338,6 +345,10 @@ struct vec : vec_base<T, N> {
   constexpr explicit vec(const vec<U, N>& o) : vec_base<T, N>(bronze_zeroed{}) {
     for (int i = 0; i < N; ++i) this->s[i] = T(o.s[i]);
   }
+  template <class U>  // float4(packed_char4): a conversion, as from the unpacked vector
+  constexpr explicit vec(const packed_vec<U, N>& o) : vec_base<T, N>(bronze_zeroed{}) {
+    for (int i = 0; i < N; ++i) this->s[i] = T(o.s[i]);
+  }
   vec& operator=(const vec& o) {
     this->raw_ = o.raw_;
     return *this;
@@ -351,7 +362,10 @@ struct vec : vec_base<T, N> {
   friend vec operator op(vec a, T b) { for (int i = 0; i < N; ++i) a.s[i] = a.s[i] op b; return a; }     \
   friend vec operator op(T a, vec b) { for (int i = 0; i < N; ++i) b.s[i] = a op b.s[i]; return b; }     \
   vec& operator op##=(vec b) { return *this = *this op b; }                                         \
-  vec& operator op##=(T b) { return *this = *this op b; }
+  vec& operator op##=(T b) { return *this = *this op b; }                                           \
+  /* A scalar of another type converts to T (half4 * float is half4). */                           \
+  template <class U, class = bronze_scalar_t<T, U>> friend vec operator op(vec a, U b) { return a op T(b); } \
+  template <class U, class = bronze_scalar_t<T, U>> friend vec operator op(U a, vec b) { return T(a) op b; }
   BRONZE_VEC_OP(+) BRONZE_VEC_OP(-) BRONZE_VEC_OP(*) BRONZE_VEC_OP(/)
 #undef BRONZE_VEC_OP
 #define BRONZE_VEC_IOP(op)                                                                         \
@@ -587,10 +601,15 @@ template <class T> using elem_t = typename vec_traits<T>::elem;
   inline half name(half x) { return (half)f32((float)x); }                                          \
   inline double name(double x) { return f64(x); }                                                  \
   template <class T, int N> inline vec<T, N> name(vec<T, N> v) { for (int i = 0; i < N; ++i) v.s[i] = T(name(v.s[i])); return v; }
+// Metal converts a scalar argument to the vector type of the other
+// (pow(float4, 2)): the scalar's type is not deduced (bronze_same_t).
+template <class T> using bronze_same_t = typename type_identity<T>::type;
 #define BRONZE_MATH2(name, f32)                                                                          \
   inline float name(float a, float b) { return f32(a, b); }                                              \
   inline half name(half a, half b) { return (half)f32((float)a, (float)b); }                             \
-  template <class T, int N> inline vec<T, N> name(vec<T, N> a, vec<T, N> b) { for (int i = 0; i < N; ++i) a.s[i] = T(name(a.s[i], b.s[i])); return a; }
+  template <class T, int N> inline vec<T, N> name(vec<T, N> a, vec<T, N> b) { for (int i = 0; i < N; ++i) a.s[i] = T(name(a.s[i], b.s[i])); return a; } \
+  template <class T, int N> inline vec<T, N> name(vec<T, N> a, bronze_same_t<T> b) { return name(a, vec<T, N>(b)); }     \
+  template <class T, int N> inline vec<T, N> name(bronze_same_t<T> a, vec<T, N> b) { return name(vec<T, N>(a), b); }
 #define BRONZE_PRECISE1(name) BRONZE_MATH1(name, BRONZE_M(name##f), BRONZE_M(name))
 #if !BRONZE_CUDA
 }  // namespace metal
@@ -660,10 +679,21 @@ inline float max(float a, float b) { return BRONZE_M(fmaxf)(a, b); }
 inline float min(float a, float b) { return BRONZE_M(fminf)(a, b); }
 template <class T, int N> inline vec<T, N> max(vec<T, N> a, const vec<T, N>& b) { for (int i = 0; i < N; ++i) a.s[i] = max(a.s[i], b.s[i]); return a; }
 template <class T, int N> inline vec<T, N> min(vec<T, N> a, const vec<T, N>& b) { for (int i = 0; i < N; ++i) a.s[i] = min(a.s[i], b.s[i]); return a; }
-template <class T, int N> inline vec<T, N> max(vec<T, N> a, T b) { return max(a, vec<T, N>(b)); }
-template <class T, int N> inline vec<T, N> min(vec<T, N> a, T b) { return min(a, vec<T, N>(b)); }
-template <class T> inline T fmax(T a, T b) { return max(a, b); }
-template <class T> inline T fmin(T a, T b) { return min(a, b); }
+template <class T, int N> inline vec<T, N> max(vec<T, N> a, bronze_same_t<T> b) { return max(a, vec<T, N>(b)); }
+template <class T, int N> inline vec<T, N> min(vec<T, N> a, bronze_same_t<T> b) { return min(a, vec<T, N>(b)); }
+template <class T, int N> inline vec<T, N> max(bronze_same_t<T> a, vec<T, N> b) { return max(vec<T, N>(a), b); }
+template <class T, int N> inline vec<T, N> min(bronze_same_t<T> a, vec<T, N> b) { return min(vec<T, N>(a), b); }
+// fmax and fmin: max and min of floating types, with their mixed forms.
+inline float fmax(float a, float b) { return max(a, b); }
+inline float fmin(float a, float b) { return min(a, b); }
+inline half fmax(half a, half b) { return max(a, b); }
+inline half fmin(half a, half b) { return min(a, b); }
+template <class T, int N> inline vec<T, N> fmax(vec<T, N> a, vec<T, N> b) { return max(a, b); }
+template <class T, int N> inline vec<T, N> fmin(vec<T, N> a, vec<T, N> b) { return min(a, b); }
+template <class T, int N> inline vec<T, N> fmax(vec<T, N> a, bronze_same_t<T> b) { return max(a, vec<T, N>(b)); }
+template <class T, int N> inline vec<T, N> fmin(vec<T, N> a, bronze_same_t<T> b) { return min(a, vec<T, N>(b)); }
+template <class T, int N> inline vec<T, N> fmax(bronze_same_t<T> a, vec<T, N> b) { return max(vec<T, N>(a), b); }
+template <class T, int N> inline vec<T, N> fmin(bronze_same_t<T> a, vec<T, N> b) { return min(vec<T, N>(a), b); }
 template <class T> inline T max3(T a, T b, T c) { return max(max(a, b), c); }
 template <class T> inline T min3(T a, T b, T c) { return min(min(a, b), c); }
 template <class T> inline T median3(T a, T b, T c) { return max(min(a, b), min(max(a, b), c)); }
@@ -997,6 +1027,10 @@ template <class T> struct strip<T&> { typedef typename strip<T>::type type; };
 template <class T> struct strip<const T> { typedef typename strip<T>::type type; };
 template <class T> struct strip<volatile T> { typedef typename strip<T>::type type; };
 template <class T> using value_t = typename strip<T>::type;
+// A binding's element size for the layout table: a `device void*` buffer
+// (ggml's) counts in bytes, as G++'s sizeof(void) does and EDG's refuses.
+template <class T> struct size_of { static constexpr unsigned long long value = sizeof(T); };
+template <> struct size_of<void> { static constexpr unsigned long long value = 1; };
 
 // A binding's argument slot as the parameter type: pointers take the
 // address, references and values the bytes at it.
@@ -1060,6 +1094,10 @@ template <class T> struct type_code<bronze_atomic<T>> { static constexpr unsigne
 BRONZE_BITWISE(bit_and, &) BRONZE_BITWISE(bit_or, |) BRONZE_BITWISE(bit_xor, ^)
 #undef BRONZE_BITWISE
 
+// `T a[N] = { [lo ... hi] = v };` (rewrite.cpp): a is declared with {} first.
+template <class A, class V> inline void fill_range(A& a, long lo, long hi, const V& v) {
+  for (long k = lo; k <= hi; ++k) a[k] = v;
+}
 // `threadgroup T x = init;`: each thread stores the initial value.
 template <class T> inline void tg_store(T& dst, const T& src) { dst = src; }
 template <class T, int N> inline void tg_store(T (&dst)[N], const T (&src)[N]) { for (int i = 0; i < N; ++i) tg_store(dst[i], src[i]); }
