@@ -256,6 +256,23 @@ def run(row, best, bsync, copy_gbs, dev):
     compare("silu_and_mul 4096x8192",
             {w: (lambda w=w: both[w].silu_and_mul(outs[w], x, d, threads=(d // 8, tokens), group_size=(d // 8, 1)))
              for w in both}, 3 * 4 * tokens * d, check_silu, elementwise=True)
+    # The port launched by CuPy instead of bronze: what the kernel as
+    # written reaches natively (its two float4 per input and thread, eight
+    # floats apart, keep it under the copy bandwidth whoever launches it).
+    try:
+        import cupy
+    except ImportError:
+        cupy = None
+    if cupy is not None:
+        k = cupy.RawModule(code=CUDA).get_function("silu_and_mul")
+        cx, co = cupy.from_dlpack(x), cupy.from_dlpack(outs["CUDA"])
+        cupy_time = best(lambda: k((1, tokens), (d // 8, 1), (co, cx, cupy.uint32(d))), cupy.cuda.Device().synchronize,
+                         repeat=7, number=10)
+        metal_time = best(lambda: metal.silu_and_mul(outs["Metal"], x, d, threads=(d // 8, tokens),
+                                                     group_size=(d // 8, 1)), bsync, repeat=7, number=10)
+        nbytes = 3 * 4 * tokens * d
+        row("silu_and_mul: MSL vs CUDA port by CuPy", nbytes / metal_time / 1e9, nbytes / cupy_time / 1e9,
+            "the port, cupy.RawModule", "GB/s", True)
 
     # rms_norm and softmax: 8192 rows of 4096 floats, a threadgroup of 256 per row.
     rows, cols = 8192, 4096

@@ -11,18 +11,21 @@ namespace bronze::py {
 
 void wait_until(const std::function<bool()>& done) {
   using namespace std::chrono;
+  const auto start = steady_clock::now();
   for (;;) {
     bool finished;
     {
       nb::gil_scoped_release g;
-      // Spin a little (short waits end here, at full speed), then back off
-      // to sleeps of at most a millisecond: a fraction of any longer wait.
-      const auto start = steady_clock::now(), slice_end = start + milliseconds(50);
-      microseconds pause(0);
+      // The first 2 ms poll, yielding the core (to the CPU backend's own
+      // workers among others): a GPU kernel's wait ends within microseconds
+      // of its work, as torch.cuda.synchronize's spin does. Longer waits
+      // sleep a sixteenth of the time waited so far (at most 1 ms; Linux
+      // sleeps at least ~50 us), so they end a few percent late at most.
+      const auto slice_end = steady_clock::now() + milliseconds(50);
       while (!(finished = done()) && steady_clock::now() < slice_end) {
-        if (steady_clock::now() - start < microseconds(50)) continue;
-        pause = std::min(microseconds(1000), std::max(microseconds(1), pause * 2));
-        std::this_thread::sleep_for(pause);
+        const auto waited = steady_clock::now() - start;
+        if (waited < milliseconds(2)) std::this_thread::yield();
+        else std::this_thread::sleep_for(std::min<steady_clock::duration>(milliseconds(1), waited / 16));
       }
     }
     if (finished) return;

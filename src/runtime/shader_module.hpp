@@ -39,9 +39,10 @@ struct ModuleSource {
   bool ptx = false;   // CUDA: PTX for compute_XY instead of a cubin
   // CPU: a checked build (validate=True): bounds and division by zero.
   bool validate = false;
-  // Metal's math mode: the compiler's floating-point options, and
-  // BRONZE_FAST_MATH (metal:: math is fast::) unless Safe.
-  MathMode math_mode = MathMode::Fast;
+  // Metal's math mode (module_source sets a unit's): the compiler's
+  // floating-point options, and BRONZE_FAST_MATH (metal:: math is fast::)
+  // unless Safe. CUDA C++ sources keep NVRTC's own defaults: Safe.
+  MathMode math_mode = MathMode::Safe;
   // CPU: called with the compiler's stack-usage report before the object is
   // cached; what it throws leaves nothing cached.
   std::function<void(const std::string&)> check_stack;
