@@ -334,7 +334,7 @@ class Parser {
     const std::size_t start = i;
     bool kernel = false, is_class = false;
     std::string host, class_name;
-    std::size_t lparen = 0, rparen = 0, constant_at = 0;
+    std::size_t lparen = 0, rparen = 0, constant_at = 0, class_at = 0;
     while (t(i).kind != Token::End) {
       const std::string& x = t(i).text;
       if (t(i).kind == Token::Preproc) {
@@ -365,7 +365,10 @@ class Parser {
       if (t(i).kind == Token::Ident && !lparen) {
         if (x == "kernel") kernel = true;
         if (x == "struct" || x == "class" || x == "union" || x == "enum") is_class = true;
-        else if (is_class && class_name.empty() && !is_qualifier(x)) class_name = x;
+        else if (is_class && class_name.empty() && !is_qualifier(x)) {
+          class_name = x;
+          class_at = i;
+        }
       }
       if (x == "<" && !lparen && i > start && t(i - 1).kind == Token::Ident && !is_class) {
         i = match_angle(i) + 1;  // a template-id in the declared type
@@ -398,7 +401,12 @@ class Parser {
             keep_one(ns + "|" + space_free_text(header, i, preferred), header, end, preferred);
           }
           if (is_class) {
-            std::string inner = ns.empty() ? class_name : ns + "::" + class_name;
+            // A specialization's scope is its own (`BlockMMA<complex64_t, U, ...>`):
+            // its members are no overloads of the primary template's.
+            std::string scope_name = class_name;
+            if (class_at && t(class_at + 1).text == "<")
+              for (std::size_t k = class_at + 1, e = match_angle(class_at + 1); k <= e; ++k) scope_name += t(k).text;
+            std::string inner = ns.empty() ? scope_name : ns + "::" + scope_name;
             std::string saved = current_class_;
             current_class_ = class_name;
             scope(i + 1, inner, true);

@@ -595,6 +595,31 @@ kernel void k(device float* x, uint i [[thread_position_in_grid]]) {
     assert x.to("cpu").numpy().tolist() == [5.0, 5.0]
 
 
+def test_a_class_specialization_keeps_members_named_like_the_primarys():
+    # MLX's BlockMMA<complex64_t, ...>: a partial specialization whose
+    # constructor and methods have the primary template's signatures.
+    lib = bronze.compile_shader("""
+template <typename T, int N> struct Acc {
+  T v;
+  METAL_FUNC Acc(ushort a) thread : v(T(a * N)) {}
+  METAL_FUNC T get() const thread { return v; }
+};
+template <int N> struct Acc<float2, N> {
+  float2 v;
+  METAL_FUNC Acc(ushort a) thread : v(float(a), -float(a * N)) {}
+  METAL_FUNC float2 get() const thread { return v; }
+  METAL_FUNC float imag() const thread { return v.y; }
+};
+kernel void k(device float* x, uint i [[thread_position_in_grid]]) {
+  thread Acc<float, 3> a(ushort(i + 1));
+  thread Acc<float2, 3> c(ushort(i + 1));
+  x[i] = a.get() + c.get().x + 10 * c.imag();
+}""")
+    x = bronze.zeros(3)
+    lib.k(x)
+    assert x.to("cpu").numpy().tolist() == [3 * n + n - 30 * n for n in (1, 2, 3)]
+
+
 def test_metal_vec_uniform_and_bfloat_from_half():
     lib = bronze.compile_shader("""
 kernel void k(device bfloat* o, device const half* h, uint i [[thread_position_in_grid]]) {
