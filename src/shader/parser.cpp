@@ -937,11 +937,12 @@ class Parser {
       } else if (t(k).text == "typedef") {
         std::size_t end = statement_end(k);
         if (end - k >= 3 && t(end - 1).kind == Token::Ident) local[t(end - 1).text] = text(k + 1, end - 1, local);
-      } else if (t(k).text == "constexpr" || t(k).text == "const") {
-        // Each declarator with an initializer: `constexpr int BM = 32, BN = BM / 2;`.
+      } else if ((t(k).text == "constexpr" || t(k).text == "const") && t(k - 1).text != "if") {
+        // Each declarator with an initializer: `constexpr int BM = 32, BN = BM / 2;`
+        // (an `=` alone: `==` and `<=` are two tokens here).
         for (auto [b, e] : split_commas(k + 1, statement_end(k))) {
           std::size_t eq = b;
-          while (eq < e && t(eq).text != "=") ++eq;
+          while (eq < e && !(t(eq).text == "=" && t(eq + 1).text != "=")) ++eq;
           if (eq < e && eq > b && t(eq - 1).kind == Token::Ident) local[t(eq - 1).text] = "(" + text(eq + 1, e, local) + ")";
         }
       }

@@ -297,6 +297,29 @@ kernel void tg(device float* out, uint l [[thread_position_in_threadgroup]]) {
     assert lib.tg.static_thread_group_memory_length >= 4 * (32 + 7)
 
 
+def test_if_constexpr_and_comparisons_are_no_constants_for_threadgroup_sizes():
+    # MLX's fft: `if constexpr (tg_mem_size == 4096 && ...)` before a
+    # threadgroup array sized by that template parameter.
+    lib = bronze.compile_shader("""
+template <int tg_mem_size>
+kernel void k(device float* out, uint l [[thread_position_in_threadgroup]]) {
+  constexpr bool small = tg_mem_size <= 64;
+  if constexpr (tg_mem_size == 64 && small) {
+    out[l] = 1.0f;
+  }
+  threadgroup float shared[tg_mem_size];
+  shared[l] = float(l);
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  out[l] += shared[tg_mem_size - 1 - l];
+}
+template [[host_name("k64")]] kernel void k<64>(device float*, uint);
+""")
+    out = bronze.zeros(64)
+    lib.k64(out, threads=64, group_size=64)
+    assert out.numpy().tolist() == [1.0 + 63 - l for l in range(64)]
+    assert lib.k64.static_thread_group_memory_length >= 4 * 64
+
+
 def test_explicit_specializations_in_class_scope():
     # MLX's operators specialize a member template inside the class (valid
     # Metal and Clang, CWG 727); GCC takes them as overloads.
