@@ -67,6 +67,7 @@ bool takes_operand(const std::string& x) {
 struct TemplateParam {
   std::string name;
   std::string default_text;
+  bool is_type = false;  // typename or class (not a value, not a template template)
 };
 
 class Parser {
@@ -295,6 +296,7 @@ class Parser {
         }
       for (std::size_t k = b; k < eq; ++k)
         if (t(k).kind == Token::Ident && t(k).text != "typename" && t(k).text != "class") p.name = t(k).text;
+      p.is_type = t(b).text == "typename" || t(b).text == "class";
       if (eq < e) p.default_text = text(eq + 1, e);
       tparams.push_back(p);
     }
@@ -439,7 +441,7 @@ class Parser {
           def.body_end = close;
           def.kernel = kernel;
           if (!tparams.empty()) {
-            templates_[def.qualified] = def;
+            templates_.emplace(def.qualified, def);
             if (kernel) kernel_templates_[def.qualified] = def;
           } else if (kernel) {
             add_kernel(host.empty() ? name : host, "&::bronze_msl::" + def.qualified, def, {}, {});
@@ -653,7 +655,11 @@ class Parser {
     std::size_t q = name_at;
     while (q >= 2 && t(q - 1).text == "::" && t(q - 2).kind == Token::Ident) q -= 2;
     std::string written = text(q, name_at + 1);
-    const KernelDef* def = find_template(written, ns);
+    std::vector<std::string> args;
+    if (args_open)
+      for (auto [b, e] : split_commas(args_open + 1, args_close)) args.push_back(text(b, e));
+    const KernelDef* def = find_template(written, ns, args_open ? &args : nullptr,
+                                         params_open ? split_commas(params_open + 1, params_close).size() : 0);
     if (!def || (!def->kernel && !kernel)) return end;
     if (!args_open) {
       // Template arguments deduced from the instantiation's parameter types:
@@ -668,8 +674,6 @@ class Parser {
       add_kernel(host.empty() ? def->name : host, callee, *def, {}, {});
       return end;
     }
-    std::vector<std::string> args;
-    for (auto [b, e] : split_commas(args_open + 1, args_close)) args.push_back(text(b, e));
     std::map<std::string, std::string> subst;
     for (std::size_t a = 0; a < def->tparams.size(); ++a) {
       const TemplateParam& p = def->tparams[a];
@@ -765,11 +769,34 @@ class Parser {
     return out;
   }
 
-  const KernelDef* find_template(std::string name, const std::string& ns) const {
+  // Whether template argument `arg` can be for parameter p: a literal is no
+  // type, a builtin type no value (a name may be either).
+  static bool arg_fits(const TemplateParam& p, const std::string& arg) {
+    bool literal = !arg.empty() && (std::isdigit(static_cast<unsigned char>(arg[0])) || arg[0] == '-' ||
+                                    arg == "true" || arg == "false");
+    return p.is_type ? !literal : !is_builtin_type(arg) && arg != "half" && arg != "bfloat";
+  }
+
+  // The template `name` names from namespace ns, for explicit template
+  // arguments `args` (none: deduced, from `nparams` function parameters);
+  // among overloads the one they fit, else the last defined.
+  const KernelDef* find_template(std::string name, const std::string& ns, const std::vector<std::string>* args,
+                                 std::size_t nparams) const {
     if (name.rfind("::", 0) == 0) name = name.substr(2);
     for (std::string scope = ns;;) {
-      auto it = templates_.find(scope.empty() ? name : scope + "::" + name);
-      if (it != templates_.end()) return &it->second;
+      auto [first, last] = templates_.equal_range(scope.empty() ? name : scope + "::" + name);
+      const KernelDef *fit = nullptr, *latest = nullptr;  // equal keys keep their insertion order
+      for (auto it = first; it != last; ++it) {
+        const KernelDef& d = it->second;
+        std::size_t required = 0;
+        for (const TemplateParam& p : d.tparams) required += p.default_text.empty();
+        bool fits = args ? required <= args->size() && args->size() <= d.tparams.size()
+                         : split_commas(d.params_begin, d.params_end).size() == nparams;
+        for (std::size_t a = 0; fits && args && a < args->size(); ++a) fits = arg_fits(d.tparams[a], (*args)[a]);
+        if (fits && !fit) fit = &d;
+        latest = &d;
+      }
+      if (latest) return fit ? fit : latest;
       if (scope.empty()) return nullptr;
       std::size_t cut = scope.rfind("::");
       scope = cut == std::string::npos ? "" : scope.substr(0, cut);
@@ -993,7 +1020,9 @@ class Parser {
 
   ParsedSource out_;
   std::map<std::string, Node> graph_;
-  std::map<std::string, KernelDef> templates_;         // every function template, by qualified name
+  // Every function template by qualified name; overloads (MLX's two
+  // block_masked_gemm) are told apart by their template parameters.
+  std::multimap<std::string, KernelDef> templates_;
   std::map<std::string, KernelDef> kernel_templates_;  // those marked kernel
   std::vector<std::set<std::string>> kernel_refs_;     // per kernel: its function and template arguments
   std::string current_class_;

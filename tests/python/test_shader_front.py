@@ -320,6 +320,46 @@ template [[host_name("k64")]] kernel void k<64>(device float*, uint);
     assert lib.k64.static_thread_group_memory_length >= 4 * 64
 
 
+def test_overloaded_kernel_templates_and_a_bool_class_into_bfloat():
+    # MLX's block_masked_gemm: two kernel templates of one name with other
+    # template parameters, each instantiated; a mask class assigned to a
+    # bfloat through its operator bool.
+    lib = bronze.compile_shader("""
+struct NoMask {
+  char x;
+  constexpr METAL_FUNC operator bool() const thread { return true; }
+};
+template <typename T, typename mask_t, int N>
+kernel void scale(device T* x, const device mask_t* m, uint i [[thread_position_in_grid]],
+                  uint l [[thread_position_in_threadgroup]]) {
+  threadgroup T s[N];
+  s[l % N] = T(N);
+  T on = T(0);
+  on = m[0];
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  x[i] = x[i] * on * s[0];
+}
+template <typename T, int N, bool twice = false>
+kernel void scale(device T* x, uint i [[thread_position_in_grid]]) {
+  threadgroup T s[N + 1];
+  s[0] = T(N);
+  x[i] = x[i] + s[0] * (twice ? 2 : 1);
+}
+#define instantiate_kernel(name, func, ...) \\
+  template [[host_name(name)]] [[kernel]] decltype(func<__VA_ARGS__>) func<__VA_ARGS__>;
+instantiate_kernel("masked", scale, bfloat, NoMask, 4)
+instantiate_kernel("plain", scale, bfloat, 3)
+instantiate_kernel("plain_twice", scale, bfloat, 3, true)
+""")
+    x = bronze.full((4,), 1.5, dtype=bronze.bfloat16)
+    lib.masked(x, np.zeros(1, dtype=np.uint8), group_size=4)
+    lib.plain(x)
+    lib.plain_twice(x)
+    assert x.to(bronze.float32).to("cpu").numpy().tolist() == [1.5 * 4 + 3 + 6] * 4
+    assert lib.masked.static_thread_group_memory_length >= 2 * 4
+    assert lib.plain.static_thread_group_memory_length >= 2 * 4
+
+
 def test_explicit_specializations_in_class_scope():
     # MLX's operators specialize a member template inside the class (valid
     # Metal and Clang, CWG 727); GCC takes them as overloads.

@@ -44,6 +44,16 @@
 #endif
 
 namespace bronze_msl {
+template <bool B, class T = void> struct bronze_if_ {};
+template <class T> struct bronze_if_<true, T> { typedef T type; };
+// A class that converts to bool (MLX's _NoMask masks): Metal's builtin half
+// and bfloat take it in one step through bool, an integer type; these
+// classes need a constructor for it.
+#define BRONZE_FROM_BOOL_CLASS(T)                                                                      \
+  template <class U, class = typename bronze_if_<__is_class(U), decltype(static_cast<bool>(*(const U*)0))>::type, \
+            class = typename bronze_if_<!bronze_numeric_class_<U>::value>::type>                      \
+  constexpr T(const U& u) : T(static_cast<bool>(u)) {}  // NOLINT
+template <class U> struct bronze_numeric_class_ { static constexpr bool value = false; };
 typedef unsigned int uint;
 typedef unsigned short ushort;
 typedef unsigned char uchar;
@@ -119,10 +129,12 @@ struct half {
   constexpr half(short i) : half((float)i) {}                              // NOLINT
   constexpr half(unsigned short i) : half((float)i) {}                     // NOLINT
   constexpr half(bool b) : half(b ? 1.0f : 0.0f) {}                        // NOLINT
+  BRONZE_FROM_BOOL_CLASS(half)
   constexpr operator float() const {
     return __builtin_is_constant_evaluated() ? bronze_f16_to_f32(bits) : bronze_cvt_f32(bits);
   }
 };
+template <> struct bronze_numeric_class_<half> { static constexpr bool value = true; };
 template <class U> struct half_mix;  // the result of half (op) U, for arithmetic U
 template <> struct half_mix<float> { typedef float type; };
 template <> struct half_mix<double> { typedef double type; };
@@ -187,12 +199,15 @@ struct bfloat {
   BRONZE_BF_FROM(unsigned short) BRONZE_BF_FROM(signed char) BRONZE_BF_FROM(unsigned char) BRONZE_BF_FROM(char)
   BRONZE_BF_FROM(bool)
 #undef BRONZE_BF_FROM
+  BRONZE_FROM_BOOL_CLASS(bfloat)
   constexpr operator float() const { return __builtin_bit_cast(float, (unsigned int)bits << 16); }
   static constexpr unsigned short round(unsigned int x) {  // NaN stays NaN
     return (x & 0x7fffffffu) > 0x7f800000u ? (unsigned short)((x >> 16) | 0x40u)
                                            : (unsigned short)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
   }
 };
+template <> struct bronze_numeric_class_<bfloat> { static constexpr bool value = true; };
+#undef BRONZE_FROM_BOOL_CLASS
 template <class U> struct bfloat_mix { typedef bfloat type; };  // integers
 template <> struct bfloat_mix<float> { typedef float type; };
 template <> struct bfloat_mix<double> { typedef double type; };
@@ -203,8 +218,6 @@ BRONZE_BF_ARITH(long) BRONZE_BF_ARITH(unsigned long) BRONZE_BF_ARITH(long long)
 BRONZE_BF_ARITH(unsigned long long) BRONZE_BF_ARITH(short) BRONZE_BF_ARITH(unsigned short)
 BRONZE_BF_ARITH(signed char) BRONZE_BF_ARITH(unsigned char) BRONZE_BF_ARITH(char)
 #undef BRONZE_BF_ARITH
-template <bool B, class T = void> struct bronze_if_ {};
-template <class T> struct bronze_if_<true, T> { typedef T type; };
 // The exact-match templates win over the built-in operators on float, so a
 // mix never meets two equally good conversions.
 #define BRONZE_BF_OP(op)                                                                                \
