@@ -653,7 +653,8 @@ class Parser {
     if (!name_at) return end;
     // The name as written, with its qualification.
     std::size_t q = name_at;
-    while (q >= 2 && t(q - 1).text == "::" && t(q - 2).kind == Token::Ident) q -= 2;
+    // (`kernel void ::c10::metal::f<T>`: void is the return type, not a scope.)
+    while (q >= 2 && t(q - 1).text == "::" && t(q - 2).kind == Token::Ident && !is_builtin_type(t(q - 2).text)) q -= 2;
     std::string written = text(q, name_at + 1);
     std::vector<std::string> args;
     if (args_open)

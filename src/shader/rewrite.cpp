@@ -1,7 +1,8 @@
 #include "shader/rewrite.hpp"
 
-#include <cctype>
 #include <algorithm>
+#include <cctype>
+#include <set>
 
 namespace bronze::shader {
 namespace {
@@ -54,6 +55,18 @@ std::string designated_fills(const std::string& src, const std::vector<Token>& t
     k = end + (end < close ? 1 : 0);
   }
   return out;
+}
+
+// Whether `::` after token `prev` starts a name at global scope (`::c10::x`,
+// `typename ::metal::y`) rather than continuing one (`a::b`, `T<int>::c`).
+bool global_qualifier(const Token& prev) {
+  static const std::set<std::string> words = {
+      "typename", "return", "void", "const", "constexpr", "static", "inline", "using", "case", "else", "do",
+      "throw", "new", "sizeof", "bool", "char", "short", "int", "long", "float", "double", "unsigned", "signed",
+      "auto", "volatile", "template", "struct", "class", "enum", "friend", "device", "constant", "thread",
+      "threadgroup", "kernel", "METAL_FUNC"};
+  if (prev.kind == Token::Ident) return words.count(prev.text) > 0;
+  return prev.text != ">" && prev.text != ")" && prev.text != "]";
 }
 
 // Declaration specifiers that may stand next to an address space.
@@ -148,6 +161,11 @@ std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderT
         // Metal has no double: an unsuffixed floating literal is a float.
         edits.push_back({tok.offset + tok.text.size(), 0, "f"});
       }
+      continue;
+    }
+    // The user's global namespace is bronze_msl, where the unit is compiled.
+    if (tok.text == "::" && t[i + 1].kind == Token::Ident && (i == 0 || global_qualifier(t[i - 1]))) {
+      edits.push_back({tok.offset, tok.text.size(), "::bronze_msl::"});
       continue;
     }
     if (tok.text == "{" && t[i + 1].text == "[" && t[i + 2].text != "[") {

@@ -352,12 +352,30 @@ instantiate_kernel("plain", scale, bfloat, 3)
 instantiate_kernel("plain_twice", scale, bfloat, 3, true)
 """)
     x = bronze.full((4,), 1.5, dtype=bronze.bfloat16)
-    lib.masked(x, np.zeros(1, dtype=np.uint8), group_size=4)
+    lib.masked(x, bronze.zeros(1, dtype=bronze.uint8), group_size=4)
     lib.plain(x)
     lib.plain_twice(x)
     assert x.to(bronze.float32).to("cpu").numpy().tolist() == [1.5 * 4 + 3 + 6] * 4
     assert lib.masked.static_thread_group_memory_length >= 2 * 4
     assert lib.plain.static_thread_group_memory_length >= 2 * 4
+
+
+def test_instantiation_named_from_the_global_namespace():
+    # PyTorch's c10/metal/indexing.h: `kernel void ::c10::metal::unary_dense<...>(...)`,
+    # and `::metal::` names.
+    lib = bronze.compile_shader("""
+namespace c10 { namespace metal {
+template <typename T> kernel void fill(device T* x, uint i [[thread_position_in_grid]]) {
+  x[i] = T(i) + ::metal::min(T(0.5f), T(1));
+}
+}}
+template [[host_name("fill_float")]] kernel void ::c10::metal::fill<float>(device float* x, uint i);
+template [[host_name("fill_half")]] kernel void c10::metal::fill<half>(device half* x, uint i);
+""")
+    x = bronze.zeros(3)
+    lib.fill_float(x)
+    assert x.to("cpu").numpy().tolist() == [0.5, 1.5, 2.5]
+    assert sorted(lib.kernel_names) == ["fill_float", "fill_half"]
 
 
 def test_explicit_specializations_in_class_scope():
