@@ -551,6 +551,26 @@ def test_llama_cpp_style_constructs():
     np.testing.assert_array_equal(r[:, 7], hm[:, 3])
 
 
+def test_gcc_bit_builtins_as_metals_clang_has_them():
+    # MLX's fft sizes its radix loop with `constexpr short power = __builtin_ctz(radix);`.
+    lib = compile("""
+    constant constexpr int folded = __builtin_ctz(64u) + __builtin_popcount(0xF0u) * 100;
+    kernel void bits(device int* o, device const uint* x, uint i [[thread_position_in_grid]]) {
+      o[i * 4 + 0] = folded;
+      o[i * 4 + 1] = __builtin_ctz(x[i]);
+      o[i * 4 + 2] = __builtin_clz(x[i]);
+      o[i * 4 + 3] = __builtin_popcount(x[i]) + __builtin_popcountll(0xFFull << 40) * 100;
+    }""")
+    x = np.array([1, 0x80000000, 0x00F0F000, 12], dtype=np.uint32)
+    o = bronze.zeros(16, dtype=bronze.int32)
+    lib.bits(o, x, threads=4)
+    r = o.cpu().numpy().reshape(4, 4)
+    assert (r[:, 0] == 6 + 400).all()
+    assert r[:, 1].tolist() == [0, 31, 12, 2]
+    assert r[:, 2].tolist() == [31, 0, 8, 28]
+    assert r[:, 3].tolist() == [1 + 800, 1 + 800, 8 + 800, 2 + 800]
+
+
 def test_dynamic_threadgroup_memory():
     lib = compile("""
     kernel void rev(device float* x, threadgroup float* tmp [[threadgroup(0)]], uint tid [[thread_index_in_threadgroup]],

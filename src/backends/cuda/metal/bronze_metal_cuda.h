@@ -10,6 +10,19 @@
 // divergent code) a loop over its active lanes, as Metal's semantics ask.
 #pragma once
 
+// GCC's bit builtins, which Metal's Clang has and NVRTC lacks (MLX's fft:
+// `constexpr short power = __builtin_ctz(radix);`): constant expressions,
+// one instruction at run time.
+#define BRONZE_BIT_BUILTIN(name, T, bits, at_run_time, loop)                                          \
+  constexpr int name(T x) { return __builtin_is_constant_evaluated() ? [](T v) { int n = 0; loop; return n; }(x) : at_run_time; }
+BRONZE_BIT_BUILTIN(__builtin_ctz, unsigned, 32, __ffs(x) - 1, while (n < 32 && !(v >> n & 1u)) ++n)
+BRONZE_BIT_BUILTIN(__builtin_clz, unsigned, 32, __clz(x), while (n < 32 && !(v >> (31 - n) & 1u)) ++n)
+BRONZE_BIT_BUILTIN(__builtin_popcount, unsigned, 32, __popc(x), for (; v; v &= v - 1) ++n)
+BRONZE_BIT_BUILTIN(__builtin_ctzll, unsigned long long, 64, __ffsll(x) - 1, while (n < 64 && !(v >> n & 1ull)) ++n)
+BRONZE_BIT_BUILTIN(__builtin_clzll, unsigned long long, 64, __clzll(x), while (n < 64 && !(v >> (63 - n) & 1ull)) ++n)
+BRONZE_BIT_BUILTIN(__builtin_popcountll, unsigned long long, 64, __popcll(x), for (; v; v &= v - 1) ++n)
+#undef BRONZE_BIT_BUILTIN
+
 namespace bronze_rt {
 extern __shared__ __align__(16) unsigned char dynamic_smem[];
 inline void* tg_buffer(int index, const bronze_gpu_launch& L) { return dynamic_smem + L.tg_offset[index]; }
