@@ -571,6 +571,32 @@ def test_gcc_bit_builtins_as_metals_clang_has_them():
     assert r[:, 3].tolist() == [1 + 800, 1 + 800, 8 + 800, 2 + 800]
 
 
+def test_a_librarys_log1p_overloads_take_half_as_metal_does():
+    # MLX's utils.h: log1p(float) beside log1p(complex64_t), whose converting
+    # constructor takes anything convertible to float; log1p(half) is Metal's
+    # log1p(float) by a standard conversion (a tie for a class-type half).
+    lib = compile("""
+    struct cplx {
+      float re, im;
+      template <typename T, typename = enable_if_t<is_convertible_v<T, float>>>
+      constexpr cplx(T x) thread : re(x), im(0) {}
+    };
+    inline float log1p(float x) { return metal::log(1.0f + x); }
+    inline cplx log1p(cplx z) { return cplx(log1p(z.re)); }
+    struct Log1p {
+      template <typename T> T operator()(T x) thread { return log1p(x); }
+    };
+    template <typename T>
+    kernel void k(device const T* x, device T* y, uint i [[thread_position_in_grid]]) { y[i] = Log1p{}(x[i]); }
+    template [[host_name("k_half")]] kernel void k<half>(device const half*, device half*, uint);
+    template [[host_name("k_float")]] kernel void k<float>(device const float*, device float*, uint);
+    """)
+    x = np.array([0.0, 0.5, 1.0, 3.0], dtype=np.float16)
+    y = bronze.zeros(4, dtype=bronze.float16)
+    lib.k_half(x, y)
+    np.testing.assert_allclose(y.cpu().numpy().astype(np.float32), np.log1p(x.astype(np.float32)), rtol=2e-3)
+
+
 def test_dynamic_threadgroup_memory():
     lib = compile("""
     kernel void rev(device float* x, threadgroup float* tmp [[threadgroup(0)]], uint tid [[thread_index_in_threadgroup]],

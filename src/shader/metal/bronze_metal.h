@@ -676,6 +676,13 @@ BRONZE_MODE_NAMES(BRONZE_USING_MODE)
 #undef BRONZE_PRECISE1
 #undef BRONZE_MATH2
 #undef BRONZE_MATH1
+#if BRONZE_CUDA
+// log1p for half, on CUDA only. A library's own log1p(float) beside a
+// log1p(complex64_t) with a converting constructor (MLX's) is a tie for a
+// class-type half, while Metal's builtin half reaches float by a standard
+// conversion and picks log1p(float); this exact match picks the same math.
+inline half log1p(half x) { return half(::log1pf(float(x))); }
+#endif
 // sin(pi x), cos(pi x), tan(pi x): exact at integers and half-integers.
 template <class T> inline T sinpi(T x) { return T(sin(float(x - 2 * rint(x / 2)) * 3.14159265358979f)); }
 template <class T> inline T cospi(T x) { return sinpi(T(x + T(0.5f))); }
