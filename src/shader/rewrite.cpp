@@ -57,23 +57,23 @@ std::string designated_fills(const std::string& src, const std::vector<Token>& t
   return out;
 }
 
-// Whether `::` after token `prev` starts a name at global scope (`::c10::x`,
-// `typename ::metal::y`) rather than continuing one (`a::b`, `T<int>::c`).
-bool global_qualifier(const Token& prev) {
-  static const std::set<std::string> words = {
-      "typename", "return", "void", "const", "constexpr", "static", "inline", "using", "case", "else", "do",
-      "throw", "new", "sizeof", "bool", "char", "short", "int", "long", "float", "double", "unsigned", "signed",
-      "auto", "volatile", "template", "struct", "class", "enum", "friend", "device", "constant", "thread",
-      "threadgroup", "kernel", "METAL_FUNC"};
-  if (prev.kind == Token::Ident) return words.count(prev.text) > 0;
-  return prev.text != ">" && prev.text != ")" && prev.text != "]";
-}
-
 // Declaration specifiers that may stand next to an address space.
 bool is_specifier(const std::string& x) {
   return x == "static" || x == "constexpr" || x == "const" || x == "inline" || x == "extern" || x == "volatile" ||
          x == "thread_local";
 }
+
+// Whether `::` after token `prev` starts a name at global scope (`::c10::x`,
+// `typename ::metal::y`) rather than continuing one (`a::b`, `T<int>::c`).
+bool global_qualifier(const Token& prev) {
+  static const std::set<std::string> words = {
+      "typename", "return", "void", "using", "case", "else", "do", "throw", "new", "sizeof", "bool", "char",
+      "short", "int", "long", "float", "double", "unsigned", "signed", "auto", "template", "struct", "class",
+      "enum", "friend", "device", "constant", "thread", "threadgroup", "kernel", "METAL_FUNC"};
+  if (prev.kind == Token::Ident) return is_specifier(prev.text) || words.count(prev.text) > 0;
+  return prev.text != ">" && prev.text != ")" && prev.text != "]";
+}
+
 }  // namespace
 
 std::string param_type(std::size_t k, std::size_t i) {
@@ -146,6 +146,7 @@ std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderT
       // `#pragma unroll (MIN(DK8/2, 4*NSG))`: the preprocessor that ran
       // before leaves pragmas unexpanded and takes its macros with it, so a
       // count that is not a number is dropped (the unrolling is a hint).
+      if (tok.text.find("unroll") == std::string::npos) continue;  // a unit has a #line per few lines
       std::vector<Token> d = lex(tok.text.substr(1));
       if (d.size() > 2 && d[0].text == "pragma" && d[1].text == "unroll" &&
           std::any_of(d.begin() + 2, d.end(), [](const Token& x) { return x.kind == Token::Ident; }))
