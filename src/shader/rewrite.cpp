@@ -74,6 +74,124 @@ bool global_qualifier(const Token& prev) {
   return prev.text != ">" && prev.text != ")" && prev.text != "]";
 }
 
+// Conditional operators whose operands may mix a class-type half or bfloat
+// with another arithmetic type (bronze_metal.h, bronze_rt::cond): each
+// operand goes through cond<decltype((other))>. Runs over the edited body,
+// so the copies inside decltype are what the compiler reads; they are put
+// on one line, so every line keeps its number.
+class Conditionals {
+ public:
+  explicit Conditionals(const std::string& s) : s_(s), t_(lex(s)) {}
+  std::string run() {
+    std::size_t n = t_.size() - 1;  // the last is End
+    if (n == 0) return s_;
+    return s_.substr(0, t_[0].offset) + text(0, n) + s_.substr(end_of(n - 1));
+  }
+
+ private:
+  const std::string& s_;
+  std::vector<Token> t_;
+
+  std::size_t end_of(std::size_t k) const { return t_[k].offset + t_[k].text.size(); }
+  bool is(std::size_t k, const char* x) const { return t_[k].text == x; }
+  bool opens(std::size_t k) const { return is(k, "(") || is(k, "[") || is(k, "{"); }
+  bool closes(std::size_t k) const { return is(k, ")") || is(k, "]") || is(k, "}"); }
+  bool adjacent(std::size_t k) const { return end_of(k) == t_[k + 1].offset; }
+  bool logical(std::size_t k) const {  // && and || are two tokens here
+    return (is(k, "&") || is(k, "|")) && adjacent(k) && t_[k + 1].text == t_[k].text;
+  }
+
+  // The ':' that matches the '?' at q, or 0.
+  std::size_t colon(std::size_t q, std::size_t stop) const {
+    int depth = 0, nested = 0;
+    for (std::size_t k = q + 1; k < stop; ++k) {
+      if (t_[k].kind == Token::Preproc) return 0;
+      if (opens(k)) ++depth;
+      else if (closes(k) && --depth < 0) return 0;
+      else if (depth == 0 && is(k, ";")) return 0;
+      else if (depth == 0 && is(k, "?")) ++nested;
+      else if (depth == 0 && is(k, ":") && nested-- == 0) return k;
+    }
+    return 0;
+  }
+
+  // The '>' that closes a template argument list opened by the '<' at k, or 0
+  // where it is a less-than.
+  std::size_t angle_close(std::size_t k, std::size_t stop) const {
+    int depth = 0, angle = 0;
+    for (; k < stop; ++k) {
+      if (opens(k)) ++depth;
+      else if (closes(k) && --depth < 0) return 0;
+      else if (depth == 0 && (is(k, ";") || is(k, "?") || logical(k))) return 0;
+      else if (depth == 0 && is(k, "<")) ++angle;
+      else if (depth == 0 && is(k, ">") && --angle == 0) return k;
+    }
+    return 0;
+  }
+
+  // One past the conditional's third operand, which starts at `from`.
+  std::size_t operand_end(std::size_t from, std::size_t stop) const {
+    int depth = 0, nested = 0;
+    std::size_t k = from;
+    for (; k < stop; ++k) {
+      if (t_[k].kind == Token::Preproc) return 0;
+      if (opens(k)) { ++depth; continue; }
+      if (closes(k)) { if (--depth < 0) break; continue; }
+      if (depth > 0) continue;
+      const std::string& x = t_[k].text;
+      if (x == ";" || x == ",") break;
+      if (x == "?") ++nested;
+      if (x == ":" && nested-- == 0) break;
+      if (x == "<" || x == ">") {  // << >> <= >= are two tokens here
+        if (adjacent(k) && (is(k + 1, x.c_str()) || is(k + 1, "="))) { ++k; continue; }
+        if (x == ">") break;  // closes a template argument list around the conditional
+        if (std::size_t c = angle_close(k, stop)) k = c;
+      }
+    }
+    return k;
+  }
+
+  // Whether cond() and decltype can take tokens [a, b): not nothing, not a
+  // void expression, no lambda (decltype refuses one before C++20).
+  bool takes(std::size_t a, std::size_t b) const {
+    if (a >= b || is(a, "throw") || (is(a, "(") && is(a + 1, "void") && is(a + 2, ")")) ||
+        (is(a, "static_cast") && is(a + 2, "void")))
+      return false;
+    for (std::size_t k = a; k < b; ++k)
+      if (is(k, "[") && (k == a || (t_[k - 1].kind != Token::Ident && !closes(k - 1)))) return false;
+    return true;
+  }
+  bool literal(std::size_t a, std::size_t b) const {
+    if (b > a && (is(a, "-") || is(a, "+"))) ++a;
+    return b == a + 1 && t_[a].kind == Token::Number;
+  }
+
+  // The text of tokens [a, b) with their conditionals wrapped.
+  std::string text(std::size_t a, std::size_t b) {
+    if (a >= b) return "";
+    std::string out;
+    std::size_t pos = t_[a].offset;
+    for (std::size_t q = a; q < b; ++q) {
+      if (!is(q, "?")) continue;
+      std::size_t m = colon(q, b), e = m ? operand_end(m + 1, b) : 0;
+      if (!m || !e || !takes(q + 1, m) || !takes(m + 1, e) || (literal(q + 1, m) && literal(m + 1, e))) continue;
+      std::string first = text(q + 1, m), second = text(m + 1, e);
+      auto one_line = [](std::string x) {
+        std::replace(x.begin(), x.end(), '\n', ' ');
+        return x;
+      };
+      out.append(s_, pos, t_[q + 1].offset - pos);
+      out += "bronze_rt::cond<decltype((" + one_line(second) + "))>((" + first + "))";
+      out.append(s_, end_of(m - 1), t_[m + 1].offset - end_of(m - 1));
+      out += "bronze_rt::cond<decltype((" + one_line(first) + "))>((" + second + "))";
+      pos = end_of(e - 1);
+      q = e - 1;
+    }
+    out.append(s_, pos, end_of(b - 1) - pos);
+    return out;
+  }
+};
+
 }  // namespace
 
 std::string param_type(std::size_t k, std::size_t i) {
@@ -267,7 +385,7 @@ std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderT
     pos = e.offset + e.length;
   }
   body.append(src, pos, std::string::npos);
-  return body;
+  return body.find('?') == std::string::npos ? body : Conditionals(body).run();
 }
 
 std::string generated_file(const std::string& body, const std::string& entries, const std::string& preamble) {

@@ -551,6 +551,63 @@ def test_llama_cpp_style_constructs():
     np.testing.assert_array_equal(r[:, 7], hm[:, 3])
 
 
+def test_conditional_operator_mixing_half_and_bfloat():
+    # ggml-metal's `il < 2 ? xb->d : xb->d / 16.f` and `c ? (S1) *x : 0`:
+    # Metal applies the usual arithmetic conversions to a half or bfloat
+    # against an int or a float, where C++ finds the class types' two
+    # conversions ambiguous (half under NVRTC, bfloat on both). The forms
+    # around them keep their meaning: a pointer against 0, nested and void
+    # conditionals, an lvalue conditional, a comma inside template arguments.
+    lib = compile("""
+    struct block_q { half d; half m; };
+    template <typename T0, typename S1>
+    kernel void cond_mix(device const block_q* xb [[buffer(0)]], device const T0* x [[buffer(1)]],
+                         device float* o [[buffer(2)]], constant int& n [[buffer(3)]],
+                         uint i [[thread_position_in_grid]]) {
+      const short il = i % 4;
+      const float d = il < 2 ? xb[i].d : xb[i].d / 16.f;
+      const S1 v = int(i) < n ? (S1) *((device const T0 *) x + i) : 0;
+      const bfloat b = bfloat(float(x[i]));
+      const float bf = il == 0 ? b : 0.25f * il;
+      const bfloat bi = il == 3 ? b : 2;
+      device const T0* p = il == 1 ? x : 0;
+      const T0 w = p ? p[i] : T0(il > 2 ? 1 : il == 2 ? -1 : 0);
+      const float2 s = il == 3 ? float2(d, v)
+                               : vec<float, 2>(float(w), float(i >> 1));
+      float lo = 0, hi = 0;
+      (il & 1 ? hi : lo) = 1.0f;
+      il < 4 ? (void)0 : (void)(lo = 5);
+      o[i * 7 + 0] = d;
+      o[i * 7 + 1] = float(v);
+      o[i * 7 + 2] = bf;
+      o[i * 7 + 3] = float(bi);
+      o[i * 7 + 4] = float(w);
+      o[i * 7 + 5] = s.x + s.y;
+      o[i * 7 + 6] = lo - hi;
+    }
+    template [[host_name("cond_mix_half")]] kernel void cond_mix<half, half>(
+        device const block_q*, device const half*, device float*, constant int&, uint);
+    template [[host_name("cond_mix_float")]] kernel void cond_mix<float, float>(
+        device const block_q*, device const float*, device float*, constant int&, uint);
+    """)
+    count = 8
+    blocks = np.zeros(count, dtype=[("d", np.float16), ("m", np.float16)])
+    blocks["d"] = [1, -2, 3.5, 0.5, 8, 6, -4, 2.25]
+    values = np.array([1.5, -2, 0.25, 3, 5, -6, 0.75, 4])  # exact in half and bfloat
+    i = np.arange(count)
+    il = i % 4
+    d = np.where(il < 2, blocks["d"], blocks["d"].astype(np.float32) / 16)
+    v = np.where(i < 5, values, 0)
+    w = np.where(il == 1, values, np.where(il > 2, 1, np.where(il == 2, -1, 0)))
+    want = np.stack([d, v, np.where(il == 0, values, 0.25 * il), np.where(il == 3, values, 2), w,
+                     np.where(il == 3, d + v, w + (i >> 1)), np.where(il % 2 == 1, -1, 1)], axis=1)
+    for name, dtype in (("cond_mix_half", np.float16), ("cond_mix_float", np.float32)):
+        o = bronze.zeros(count * 7)
+        getattr(lib, name)(np.frombuffer(blocks.tobytes(), dtype=np.uint8), values.astype(dtype), o,
+                           np.int32(5), threads=count)
+        np.testing.assert_array_equal(o.numpy().reshape(count, 7), want, err_msg=name)
+
+
 def test_gcc_bit_builtins_as_metals_clang_has_them():
     # MLX's fft sizes its radix loop with `constexpr short power = __builtin_ctz(radix);`.
     lib = compile("""

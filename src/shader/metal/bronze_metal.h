@@ -1027,6 +1027,38 @@ struct quad_vote {  // bit l: lane l of the caller's quad
 };
 }  // namespace metal
 
+// ------------------------------------------------ conditional operators
+// `c ? h : 0` and `c ? h : x / 16.f` with h a half or bfloat: Metal applies
+// the usual arithmetic conversions, but these are classes here (half under
+// NVRTC, bfloat everywhere) that convert both ways, which C++ refuses as
+// ambiguous. The rewrite (rewrite.cpp, wrap_conditionals) passes each
+// operand through cond<decltype of the other>: a numeric mix becomes the
+// type the arithmetic gives, an integer (a literal 0) against a pointer the
+// null pointer; everything else goes through unchanged, as an lvalue when
+// it is one, so the conditional's own rules apply.
+namespace bronze_rt {
+template <class X, class O, class A = metal::remove_cvref_t<X>, class B = metal::remove_cvref_t<O>>
+struct cond_case {
+  static constexpr bool mix = !metal::is_same<A, B>::value && metal::is_arithmetic<A>::value &&
+                              metal::is_arithmetic<B>::value &&
+                              (bronze_numeric_class_<A>::value || bronze_numeric_class_<B>::value);
+  static constexpr bool null = metal::is_integral<A>::value && metal::is_pointer<B>::value;
+};
+template <class O, class X, class A = metal::remove_cvref_t<X>, class B = metal::remove_cvref_t<O>,
+          class R = decltype(metal::declval<A>() + metal::declval<B>())>
+constexpr typename metal::enable_if<cond_case<X, O>::mix, R>::type cond(X&& x) {
+  return static_cast<R>(x);
+}
+template <class O, class X>
+constexpr typename metal::enable_if<cond_case<X, O>::null, metal::remove_cvref_t<O>>::type cond(X&&) {
+  return nullptr;
+}
+template <class O, class X>
+constexpr typename metal::enable_if<!cond_case<X, O>::mix && !cond_case<X, O>::null, X>::type cond(X&& x) {
+  return static_cast<X&&>(x);
+}
+}  // namespace bronze_rt
+
 // ------------------------------------------------ how entries call kernels
 // Generated entries take each parameter's type from the kernel function's
 // own type, so templates, default template arguments and typedefs are
