@@ -63,15 +63,31 @@ bool is_specifier(const std::string& x) {
          x == "thread_local";
 }
 
-// Whether `::` after token `prev` starts a name at global scope (`::c10::x`,
-// `typename ::metal::y`) rather than continuing one (`a::b`, `T<int>::c`).
-bool global_qualifier(const Token& prev) {
+// Whether the `>` at k closes a template header (`template <class T>`).
+bool closes_template_header(const std::vector<Token>& t, std::size_t k) {
+  for (int angle = 0, depth = 0; k > 0; --k) {
+    const std::string& x = t[k].text;
+    depth += x == ")" || x == "]" ? 1 : x == "(" || x == "[" ? -1 : 0;
+    if (depth < 0 || x == ";" || x == "{" || x == "}") return false;
+    if (depth == 0) angle += x == ">" ? 1 : x == "<" ? -1 : 0;
+    if (angle == 0) return t[k - 1].text == "template";
+  }
+  return false;
+}
+
+// Whether the `::` at i starts a name at global scope (`::c10::x`,
+// `typename ::metal::y`, `template <class T> ::metal::enable_if_t<...> f()`)
+// rather than continuing one (`a::b`, `T<int>::c`).
+bool global_qualifier(const std::vector<Token>& t, std::size_t i) {
   static const std::set<std::string> words = {
       "typename", "return", "void", "using", "case", "else", "do", "throw", "new", "sizeof", "bool", "char",
       "short", "int", "long", "float", "double", "unsigned", "signed", "auto", "template", "struct", "class",
       "enum", "friend", "device", "constant", "thread", "threadgroup", "kernel", "METAL_FUNC"};
+  if (i == 0) return true;
+  const Token& prev = t[i - 1];
   if (prev.kind == Token::Ident) return is_specifier(prev.text) || words.count(prev.text) > 0;
-  return prev.text != ">" && prev.text != ")" && prev.text != "]";
+  if (prev.text == ">") return closes_template_header(t, i - 1);
+  return prev.text != ")" && prev.text != "]";
 }
 
 // Conditional operators whose operands may mix a class-type half or bfloat
@@ -283,7 +299,7 @@ std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderT
       continue;
     }
     // The user's global namespace is bronze_msl, where the unit is compiled.
-    if (tok.text == "::" && t[i + 1].kind == Token::Ident && (i == 0 || global_qualifier(t[i - 1]))) {
+    if (tok.text == "::" && t[i + 1].kind == Token::Ident && global_qualifier(t, i)) {
       edits.push_back({tok.offset, tok.text.size(), "::bronze_msl::"});
       continue;
     }
@@ -335,7 +351,8 @@ std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderT
     }
     if (x == "kernel" || x == "device" || x == "thread" || x == "threadgroup_imageblock" ||
         (x == "__extension__" && target == ShaderTarget::CudaCpp)) {  // GNU's, before ggml's anonymous unions: EDG refuses it there
-      if (t[i + 1].text != "::") blank(tok);
+      // `device ::c10::x* p` (PyTorch's instantiations) is the address space; `device::x` a name.
+      if (t[i + 1].text != "::" || t[i + 1].offset > tok.offset + tok.text.size()) blank(tok);
     } else if (x == "constant") {
       // `constant const T&`, `static constant constexpr`: the const is there already.
       bool has_const = false;

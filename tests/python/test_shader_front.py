@@ -362,21 +362,78 @@ instantiate_kernel("plain_twice", scale, bfloat, 3, true)
 
 
 def test_instantiation_named_from_the_global_namespace():
-    # PyTorch's c10/metal/indexing.h: `kernel void ::c10::metal::unary_dense<...>(...)`,
-    # and `::metal::` names.
+    # PyTorch's c10/metal/indexing.h: `kernel void ::c10::metal::unary_dense<...>(...)`
+    # with `device ::c10::metal::result_of<...>*` parameters, `::metal::` names,
+    # and a declaration that starts with `::` after its template header.
     lib = bronze.compile_shader("""
 namespace c10 { namespace metal {
-template <typename T> kernel void fill(device T* x, uint i [[thread_position_in_grid]]) {
-  x[i] = T(i) + ::metal::min(T(0.5f), T(1));
+template <typename T>
+::metal::enable_if_t<::metal::is_floating_point_v<T>, T> twice(T x) { return x + x; }
+template <typename F, typename T> using result_of = decltype(F()(T()));
+template <typename T, typename F>
+kernel void fill(device result_of<F, T>* x, uint i [[thread_position_in_grid]]) {
+  x[i] = F()(T(i) + ::metal::min(T(0.5f), T(1)));
 }
 }}
-template [[host_name("fill_float")]] kernel void ::c10::metal::fill<float>(device float* x, uint i);
-template [[host_name("fill_half")]] kernel void c10::metal::fill<half>(device half* x, uint i);
+struct twice_functor { template <typename T> T operator()(T x) { return c10::metal::twice(x); } };
+template [[host_name("fill_float")]] kernel void ::c10::metal::fill<float, twice_functor>(
+    device ::c10::metal::result_of<twice_functor, float>* x, uint i);
+template [[host_name("fill_half")]] kernel void c10::metal::fill<half, twice_functor>(device half* x, uint i);
 """)
     x = bronze.zeros(3)
     lib.fill_float(x)
-    assert x.to("cpu").numpy().tolist() == [0.5, 1.5, 2.5]
+    assert x.to("cpu").numpy().tolist() == [1.0, 3.0, 5.0]
     assert sorted(lib.kernel_names) == ["fill_float", "fill_half"]
+
+
+def test_library_templates_beside_metals_functions():
+    # PyTorch's c10/metal/utils.h declares its own max<T>/min<T> (NaN-propagating)
+    # and kernels call `max(x, y)` under `using namespace metal; using namespace
+    # c10::metal;`: Metal's non-template half/bfloat/float overloads win. Its
+    # relational functions (isunordered and the rest) are per lane on vectors.
+    lib = bronze.compile_shader("""
+#include <metal_stdlib>
+namespace lib {
+template <typename T>
+::metal::enable_if_t<::metal::is_floating_point_v<T>, T> max(T a, T b) {
+  return ::metal::isunordered(a, b) ? NAN : ::metal::max(a, b);
+}
+template <>
+inline bfloat max(bfloat a, bfloat b) {  // float does not convert to bfloat implicitly
+  return bfloat(::metal::isunordered(a, b) ? NAN : ::metal::max(float(a), float(b)));
+}
+}
+using namespace metal;
+using namespace lib;
+template <typename T>
+kernel void k(device const T* x [[buffer(0)]], device float* o [[buffer(1)]], uint i [[thread_position_in_grid]]) {
+  const T a = x[2 * i], b = x[2 * i + 1];
+  o[8 * i + 0] = max(a, b);
+  o[8 * i + 1] = lib::max(a, b);
+  o[8 * i + 2] = isunordered(a, b);
+  o[8 * i + 3] = isordered(a, b);
+  o[8 * i + 4] = islessgreater(a, b);
+  o[8 * i + 5] = isgreaterequal(a, b);
+  o[8 * i + 6] = isnormal(a);
+  const bool2 lt = isless(float2(a, b), float2(b, a));
+  o[8 * i + 7] = lt.x + 2 * lt.y;
+}
+template [[host_name("k_half")]] kernel void k<half>(device const half*, device float*, uint);
+template [[host_name("k_bfloat")]] kernel void k<bfloat>(device const bfloat*, device float*, uint);
+template [[host_name("k_float")]] kernel void k<float>(device const float*, device float*, uint);
+""")
+    x = np.array([1.0, 2.0, np.nan, 3.0, -4.0, -4.0, 0.0, np.nan], dtype=np.float32)
+    n = len(x) // 2
+    a, b = x[0::2], x[1::2]
+    with np.errstate(invalid="ignore"):
+        want = np.stack([np.fmax(a, b), np.where(np.isnan(a) | np.isnan(b), np.nan, np.fmax(a, b)),
+                         np.isnan(a) | np.isnan(b), ~(np.isnan(a) | np.isnan(b)), (a < b) | (a > b), a >= b,
+                         np.isfinite(a) & (np.abs(a) >= 2.0 ** -14), (a < b) + 2 * (b < a)], axis=1)
+    as_bfloat = bronze.tensor(x).to(dtype=bronze.bfloat16)  # these values are exact in bfloat
+    for name, data in (("k_half", x.astype(np.float16)), ("k_bfloat", as_bfloat), ("k_float", x)):
+        o = bronze.zeros(8 * n)
+        getattr(lib, name)(data, o, threads=n)
+        np.testing.assert_array_equal(o.to("cpu").numpy().reshape(n, 8), want, err_msg=name)
 
 
 def test_explicit_specializations_in_class_scope():

@@ -697,6 +697,13 @@ template <class T> constexpr T max(T a, T b) { return a < b ? b : a; }
 template <class T> constexpr T min(T a, T b) { return b < a ? b : a; }
 inline float max(float a, float b) { return BRONZE_M(fmaxf)(a, b); }
 inline float min(float a, float b) { return BRONZE_M(fminf)(a, b); }
+// Not templates, as Metal declares them: they win over a library's own
+// template (PyTorch's c10::metal::max<T> under `using namespace`). A NaN
+// loses to a number, as in fmax.
+constexpr half max(half a, half b) { return a != a ? b : b != b ? a : a < b ? b : a; }
+constexpr half min(half a, half b) { return a != a ? b : b != b ? a : b < a ? b : a; }
+constexpr bfloat max(bfloat a, bfloat b) { return a != a ? b : b != b ? a : a < b ? b : a; }
+constexpr bfloat min(bfloat a, bfloat b) { return a != a ? b : b != b ? a : b < a ? b : a; }
 template <class T, int N> inline vec<T, N> max(vec<T, N> a, const vec<T, N>& b) { for (int i = 0; i < N; ++i) a.s[i] = max(a.s[i], b.s[i]); return a; }
 template <class T, int N> inline vec<T, N> min(vec<T, N> a, const vec<T, N>& b) { for (int i = 0; i < N; ++i) a.s[i] = min(a.s[i], b.s[i]); return a; }
 template <class T, int N> inline vec<T, N> max(vec<T, N> a, bronze_same_t<T> b) { return max(a, vec<T, N>(b)); }
@@ -745,6 +752,19 @@ template <class T> inline bool isfinite(T x) { return !isnan(x) && !isinf(x); }
 template <class T> inline bool signbit(T x) { return BRONZE_M(signbit)((double)x); }
 template <class T, int N> inline vec<bool, N> isnan(vec<T, N> v) { vec<bool, N> r; for (int i = 0; i < N; ++i) r.s[i] = isnan(v.s[i]); return r; }
 template <class T, int N> inline vec<bool, N> isinf(vec<T, N> v) { vec<bool, N> r; for (int i = 0; i < N; ++i) r.s[i] = isinf(v.s[i]); return r; }
+// The relational functions of two arguments, per lane for vectors.
+#define BRONZE_RELATIONAL2(name, expr)                                                                  \
+  template <class T> inline bool name(T a, T b) { return expr; }                                        \
+  template <class T, int N> inline vec<bool, N> name(vec<T, N> a, vec<T, N> b) {                        \
+    vec<bool, N> r;                                                                                     \
+    for (int i = 0; i < N; ++i) r.s[i] = name(a.s[i], b.s[i]);                                          \
+    return r;                                                                                           \
+  }
+BRONZE_RELATIONAL2(isunordered, isnan(a) || isnan(b)) BRONZE_RELATIONAL2(isordered, !isnan(a) && !isnan(b))
+BRONZE_RELATIONAL2(isequal, a == b) BRONZE_RELATIONAL2(isnotequal, a != b) BRONZE_RELATIONAL2(isless, a < b)
+BRONZE_RELATIONAL2(islessequal, a <= b) BRONZE_RELATIONAL2(isgreater, a > b)
+BRONZE_RELATIONAL2(isgreaterequal, a >= b) BRONZE_RELATIONAL2(islessgreater, a < b || a > b)
+#undef BRONZE_RELATIONAL2
 template <int N> inline bool all(vec<bool, N> v) { for (int i = 0; i < N; ++i) if (!v.s[i]) return false; return true; }
 template <int N> inline bool any(vec<bool, N> v) { for (int i = 0; i < N; ++i) if (v.s[i]) return true; return false; }
 inline bool all(bool b) { return b; }
@@ -808,6 +828,8 @@ BRONZE_FLOAT_LIMITS(double, constexpr, 64, unsigned long long, 0x7feffffffffffff
 BRONZE_FLOAT_LIMITS(bfloat, constexpr, 16, unsigned short, 0x7f7fu, 0x0080u, 0x3c00u, 8)
 BRONZE_FLOAT_LIMITS(half, constexpr, 16, unsigned short, 0x7bffu, 0x0400u, 0x1400u, 11)
 #undef BRONZE_FLOAT_LIMITS
+template <class T> inline bool isnormal(T x) { return isfinite(x) && abs(x) >= numeric_limits<T>::min(); }
+template <class T, int N> inline vec<bool, N> isnormal(vec<T, N> v) { vec<bool, N> r; for (int i = 0; i < N; ++i) r.s[i] = isnormal(v.s[i]); return r; }
 // fast:: and precise:: hold the math functions themselves (using-
 // declarations, not a using-directive): a library that adds its own
 // overloads there (MLX's bfloat math) still finds these by qualified lookup.
