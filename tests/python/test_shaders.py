@@ -474,7 +474,8 @@ def test_vectors_swizzles_and_math():
       o[i * 12 + 7] = isnan(NAN) ? 1.0f : 0.0f;
       o[i * 12 + 8] = tanh(0.5f) + fma(2.0f, 3.0f, 1.0f) + pow(2.0f, 3.0f) + floor(-1.5f) + abs(-2.0f);
       o[i * 12 + 9] = float(sizeof(float3)) + float(sizeof(packed_float3)) / 100.0f;
-      o[i * 12 + 10] = cross(float3(1, 0, 0), float3(0, 1, 0)).z + float(all(int2(1, 2) > int2(0)));
+      o[i * 12 + 10] = cross(float3(1, 0, 0), float3(0, 1, 0)).z + float(all(int2(1, 2) > int2(0))) +
+                       float(int2(uint4(a).zw).x);  // a swizzle of another element type converts
       o[i * 12 + 11] = max(float4(1, 5, 3, 2), float4(4)).y + min(2, 3);
       p[i] = packed_float3(c.x, c.y, c.z);
     }""")
@@ -493,7 +494,8 @@ def test_vectors_swizzles_and_math():
     assert (r[:, 7] == 1).all()
     np.testing.assert_allclose(r[:, 8], np.tanh(0.5) + 7 + 8 - 2 + 2, rtol=1e-6)
     np.testing.assert_allclose(r[:, 9], 16.12)  # float3 is padded to 16 bytes, packed_float3 is 12
-    assert (r[:, 10] == 2).all() and (r[:, 11] == 5 + 2).all()
+    np.testing.assert_array_equal(r[:, 10], 2 + x[:, 2])
+    assert (r[:, 11] == 5 + 2).all()
     np.testing.assert_allclose(p.numpy().reshape(2, 3), 2 * x[:, :3])
 
 

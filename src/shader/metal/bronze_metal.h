@@ -362,6 +362,9 @@ struct vec : vec_base<T, N> {
   constexpr explicit vec(const packed_vec<U, N>& o) : vec_base<T, N>(bronze_zeroed{}) {
     for (int i = 0; i < N; ++i) this->s[i] = T(o.s[i]);
   }
+  // int2(uint4.zw): a conversion of a swizzle, as of the vector it reads.
+  template <class U, int S, int... I, class = typename bronze_if_<sizeof...(I) == N>::type>
+  constexpr explicit vec(const swz<U, S, I...>& o) : vec(o()) {}
   vec& operator=(const vec& o) {
     this->raw_ = o.raw_;
     return *this;
