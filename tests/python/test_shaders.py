@@ -499,6 +499,119 @@ def test_vectors_swizzles_and_math():
     np.testing.assert_allclose(p.numpy().reshape(2, 3), 2 * x[:, :3])
 
 
+def test_integer_functions_at_their_own_width():
+    # Metal's integer family, scalar and per lane: widths are the type's own
+    # (clz(ushort(1)) is 15), extract_bits sign-extends a signed type, the
+    # saturating forms clamp to the type's range, mulhi takes the high half.
+    lib = compile("""
+    template <typename T>
+    kernel void ints(device const T* a [[buffer(0)]], device const T* b [[buffer(1)]],
+                     device long* o [[buffer(2)]], uint i [[thread_position_in_grid]]) {
+      const T x = a[i], y = b[i];
+      device long* r = o + i * 16;
+      r[0] = clz(x); r[1] = ctz(x); r[2] = popcount(x); r[3] = reverse_bits(x);
+      r[4] = extract_bits(x, 2, 5); r[5] = insert_bits(x, y, 3, 4); r[6] = rotate(x, T(3));
+      r[7] = hadd(x, y); r[8] = rhadd(x, y); r[9] = absdiff(x, y);
+      r[10] = addsat(x, y); r[11] = subsat(x, y); r[12] = mulhi(x, y); r[13] = madhi(x, y, T(1));
+      r[14] = madsat(x, y, T(1));
+      const vec<T, 2> v = popcount(vec<T, 2>(x, y)) + clz(vec<T, 2>(y, x));
+      r[15] = v.x * 1000 + v.y;
+    }
+    template [[host_name("ints_int")]] kernel void ints<int>(device const int*, device const int*, device long*, uint);
+    template [[host_name("ints_uint")]] kernel void ints<uint>(device const uint*, device const uint*, device long*, uint);
+    template [[host_name("ints_short")]] kernel void ints<short>(device const short*, device const short*, device long*, uint);
+    template [[host_name("ints_uchar")]] kernel void ints<uchar>(device const uchar*, device const uchar*, device long*, uint);
+    template [[host_name("ints_ulong")]] kernel void ints<ulong>(device const ulong*, device const ulong*, device long*, uint);
+    """)
+
+    def model(x, y, bits, signed):
+        mask = (1 << bits) - 1
+        u, w = x & mask, y & mask
+
+        def wrap(v):
+            v &= mask
+            return v - (1 << bits) if signed and v >> (bits - 1) else v
+
+        lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, mask)
+        sat = lambda v: min(max(v, lo), hi)
+        clz = lambda v: bits - (v & mask).bit_length()
+        ctz = lambda v: bits if v & mask == 0 else ((v & mask) & -(v & mask)).bit_length() - 1
+        field = (u >> 2) & 0x1f
+        ins = (u & ~(0xf << 3)) | ((w << 3) & (0xf << 3))
+        return [clz(x), ctz(x), bin(u).count("1"), wrap(int(format(u, f"0{bits}b")[::-1], 2)),
+                wrap(field << (bits - 5)) >> (bits - 5) if signed else field, wrap(ins),
+                wrap((u << 3 | u >> (bits - 3))), (x + y) >> 1, (x + y + 1) >> 1, wrap(abs(x - y)),
+                sat(x + y), sat(x - y), wrap((x * y) >> bits), wrap(((x * y) >> bits) + 1), sat(sat(x * y) + 1),
+                (bin(u).count("1") + clz(y)) * 1000 + bin(w).count("1") + clz(x)]
+
+    cases = {"ints_int": (np.int32, 32, True, [5, -7, 2**31 - 1, -2**31, 0, 123456789]),
+             "ints_uint": (np.uint32, 32, False, [5, 7, 2**32 - 1, 1, 0, 3000000000]),
+             "ints_short": (np.int16, 16, True, [5, -7, 32767, -32768, 0, 1234]),
+             "ints_uchar": (np.uint8, 8, False, [5, 7, 255, 1, 0, 200]),
+             "ints_ulong": (np.uint64, 64, False, [5, 7, 2**64 - 1, 2, 0, 2**40 + 3])}
+    for name, (dtype, bits, signed, xs) in cases.items():
+        a = np.array(xs, dtype=dtype)
+        b = np.array(xs[::-1], dtype=dtype)
+        o = bronze.zeros(len(xs) * 16, dtype=bronze.int64)
+        getattr(lib, name)(a, b, o, threads=len(xs))
+        got = o.numpy().reshape(len(xs), 16)
+        for k, (x, y) in enumerate(zip(xs, xs[::-1])):
+            want = [v if v < 2**63 else v - 2**64 for v in (w & (2**64 - 1) for w in model(x, y, bits, signed))]
+            assert got[k].tolist() == want, (name, x, y)
+
+
+def test_float_vector_and_logical_forms():
+    # modf, smoothstep, ldexp/frexp per lane, fma with a scalar operand, a
+    # scalar dot, ilogb/logb/pown; vectors' ~ ! && ||, compound assignment
+    # with a scalar and a scalar on the left of a shift.
+    lib = compile("""
+    kernel void f(device const float4* x [[buffer(0)]], device float* o [[buffer(1)]], uint i [[thread_position_in_grid]]) {
+      const float4 v = x[i];
+      float4 ip;
+      const float4 fr = modf(v, ip);
+      int4 e;
+      const float4 m = frexp(v, e);
+      uint4 u = uint4(7, 8, 9, 10);
+      u &= 3u;
+      u |= 8u;
+      u <<= 1;
+      const uint4 sh = 1u << uint4(0, 1, 2, 3);
+      const bool4 b = v > 0.0f;
+      const int4 n = ~int4(0, 1, -1, 5);
+      device float* r = o + i * 12;
+      r[0] = fr.x + fr.y + fr.z + fr.w;
+      r[1] = ip.x + ip.y + ip.z + ip.w;
+      r[2] = smoothstep(0.0f, 4.0f, v).x + smoothstep(0.0f, 4.0f, 1.0f);
+      r[3] = ldexp(m, e).y + ldexp(float2(1.0f), 3).x;
+      r[4] = fma(v, 2.0f, float4(1.0f)).z + fma(float2(1, 2), float2(3, 4), 5.0f).y;
+      r[5] = dot(2.0f, v.w);
+      r[6] = float(ilogb(v.y)) + logb(8.0f) + pown(v.x, 3);
+      r[7] = float(u.x + u.y * 10 + u.z * 100 + u.w * 1000);
+      r[8] = float(sh.x + sh.y + sh.z + sh.w);
+      r[9] = float(all(!b == (v <= 0.0f))) + float(any(b && !b)) + float(all(b || !b)) * 10;
+      r[10] = float(n.x + n.y * 10 + n.z * 100 + n.w * 1000);
+      r[11] = float(extract_bits(int2(-8, 8), 2, 2).x);
+    }""")
+    x = np.array([[1.25, -2.5, 3.75, 0.5], [-0.25, 6.5, 2.0, -3.0]], dtype=np.float32)
+    o = bronze.zeros(2 * 12)
+    lib.f(x, o, threads=2)
+    r = o.numpy().reshape(2, 12)
+    fr, ip = np.modf(x)
+    t = np.clip(x[:, 0] / 4, 0, 1)
+    np.testing.assert_allclose(r[:, 0], fr.sum(1), rtol=1e-6)
+    np.testing.assert_array_equal(r[:, 1], ip.sum(1))
+    np.testing.assert_allclose(r[:, 2], t * t * (3 - 2 * t) + 0.15625, rtol=1e-6)
+    np.testing.assert_array_equal(r[:, 3], x[:, 1] + 8)
+    np.testing.assert_array_equal(r[:, 4], 2 * x[:, 2] + 1 + 13)
+    np.testing.assert_array_equal(r[:, 5], 2 * x[:, 3])
+    np.testing.assert_allclose(r[:, 6], np.floor(np.log2(np.abs(x[:, 1]))) + 3 + x[:, 0] ** 3, rtol=1e-6)
+    u = ((np.array([7, 8, 9, 10]) & 3) | 8) << 1
+    assert (r[:, 7] == u[0] + u[1] * 10 + u[2] * 100 + u[3] * 1000).all()
+    assert (r[:, 8] == 15).all() and (r[:, 9] == 11).all()
+    assert (r[:, 10] == -1 - 2 * 10 + 0 * 100 - 6 * 1000).all()
+    assert (r[:, 11] == -2).all()  # bits 2..3 of -8 (...11000) are 10: -2 signed
+
+
 def test_llama_cpp_style_constructs():
     # Written as ggml-metal writes them: GNU range designators, __extension__
     # anonymous unions, a pragma whose count is a macro, an untyped buffer,

@@ -12,7 +12,9 @@ runtime::ModuleObject build_module(const runtime::ModuleSource& src) {
   rq.headers.emplace_back("bronze_metal_cuda.h", embedded::bronze_metal_cuda_h);
   rq.arch = src.gpu_arch;
   rq.ptx = src.ptx;
-  rq.options = {"-lineinfo", "-w"};  // -lineinfo: Nsight and compute-sanitizer show the user's lines
+  // -lineinfo: Nsight and compute-sanitizer show the user's lines.
+  // --device-int128: 64-bit mulhi/mulsat/madsat take the full product in __int128, as on the host.
+  rq.options = {"-lineinfo", "-w", "--device-int128"};
   // Metal's fast and relaxed modes as --use_fast_math's options, without its
   // substitution of intrinsics for every expf: precise:: stays precise, and
   // metal::'s functions are fast:: (BRONZE_FAST_MATH).

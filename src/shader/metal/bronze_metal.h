@@ -19,8 +19,8 @@
 #define BRONZE_INF __int_as_float(0x7f800000)
 #define BRONZE_QNAN __int_as_float(0x7fc00000)
 #define BRONZE_POPCOUNT64(x) __popcll(x)
-#define BRONZE_CLZ32(x) __clz(x)
-#define BRONZE_CTZ32(x) (__ffs(x) - 1)
+#define BRONZE_CLZ64(x) __clzll(x)
+#define BRONZE_CTZ64(x) (__ffsll(x) - 1)
 #else
 #define BRONZE_CUDA 0
 #include <stddef.h>
@@ -39,8 +39,8 @@
 #define BRONZE_INF __builtin_inff()
 #define BRONZE_QNAN __builtin_nanf("")
 #define BRONZE_POPCOUNT64(x) __builtin_popcountll(x)
-#define BRONZE_CLZ32(x) __builtin_clz(x)
-#define BRONZE_CTZ32(x) __builtin_ctz(x)
+#define BRONZE_CLZ64(x) __builtin_clzll(x)
+#define BRONZE_CTZ64(x) __builtin_ctzll(x)
 #endif
 
 namespace bronze_msl {
@@ -388,10 +388,21 @@ struct vec : vec_base<T, N> {
   template <class U = T, class = decltype(U(1) op U(1))>                                            \
   friend vec operator op(vec a, vec b) { for (int i = 0; i < N; ++i) a.s[i] = a.s[i] op b.s[i]; return a; } \
   template <class U = T, class = decltype(U(1) op U(1))>                                            \
-  friend vec operator op(vec a, T b) { for (int i = 0; i < N; ++i) a.s[i] = a.s[i] op b; return a; }
+  friend vec operator op(vec a, T b) { for (int i = 0; i < N; ++i) a.s[i] = a.s[i] op b; return a; }     \
+  template <class U = T, class = decltype(U(1) op U(1))>                                            \
+  friend vec operator op(T a, vec b) { for (int i = 0; i < N; ++i) b.s[i] = a op b.s[i]; return b; }     \
+  template <class U = T, class = decltype(U(1) op U(1))> vec& operator op##=(vec b) { return *this = *this op b; } \
+  template <class U = T, class = decltype(U(1) op U(1))> vec& operator op##=(T b) { return *this = *this op b; }
   BRONZE_VEC_IOP(%) BRONZE_VEC_IOP(&) BRONZE_VEC_IOP(|) BRONZE_VEC_IOP(^) BRONZE_VEC_IOP(<<) BRONZE_VEC_IOP(>>)
 #undef BRONZE_VEC_IOP
   friend vec operator-(vec a) { for (int i = 0; i < N; ++i) a.s[i] = -a.s[i]; return a; }
+  friend vec operator+(vec a) { return a; }
+  template <class U = T, class = decltype(~U(1))>
+  friend vec operator~(vec a) { for (int i = 0; i < N; ++i) a.s[i] = T(~a.s[i]); return a; }
+  // Logical operators work per lane and give a bool vector.
+  friend vec<bool, N> operator!(const vec& a) { vec<bool, N> r; for (int i = 0; i < N; ++i) r.s[i] = !a.s[i]; return r; }
+  friend vec<bool, N> operator&&(const vec& a, const vec& b) { vec<bool, N> r; for (int i = 0; i < N; ++i) r.s[i] = a.s[i] && b.s[i]; return r; }
+  friend vec<bool, N> operator||(const vec& a, const vec& b) { vec<bool, N> r; for (int i = 0; i < N; ++i) r.s[i] = a.s[i] || b.s[i]; return r; }
 #define BRONZE_VEC_CMP(op)                                                                         \
   friend vec<bool, N> operator op(const vec& a, const vec& b) { vec<bool, N> r; for (int i = 0; i < N; ++i) r.s[i] = a.s[i] op b.s[i]; return r; } \
   friend vec<bool, N> operator op(const vec& a, T b) { vec<bool, N> r; for (int i = 0; i < N; ++i) r.s[i] = a.s[i] op b; return r; }
@@ -733,16 +744,47 @@ template <class T> inline T fmedian3(T a, T b, T c) { return median3(a, b, c); }
 template <class T> inline T fdim(T a, T b) { return a > b ? T(a - b) : T(0); }
 inline float nextafter(float a, float b) { return BRONZE_M(nextafterf)(a, b); }
 inline float frexp(float x, int& e) { return BRONZE_M(frexpf)(x, &e); }
+inline half frexp(half x, int& e) { return half(frexp(float(x), e)); }
 inline float ldexp(float x, int e) { return BRONZE_M(ldexpf)(x, e); }
+inline half ldexp(half x, int e) { return half(ldexp(float(x), e)); }
+inline float modf(float x, float& i) { return BRONZE_M(modff)(x, &i); }
+inline half modf(half x, half& i) {
+  float f;
+  const float r = modf(float(x), f);
+  i = half(f);
+  return half(r);
+}
+inline int ilogb(float x) { return BRONZE_M(ilogbf)(x); }
+inline float logb(float x) { return BRONZE_M(logbf)(x); }
+inline float pown(float x, int n) { return BRONZE_M(powf)(x, float(n)); }
+template <class T, int N> inline vec<T, N> frexp(vec<T, N> x, vec<int, N>& e) { for (int i = 0; i < N; ++i) x.s[i] = frexp(x.s[i], e.s[i]); return x; }
+template <class T, int N> inline vec<T, N> ldexp(vec<T, N> x, vec<int, N> e) { for (int i = 0; i < N; ++i) x.s[i] = ldexp(x.s[i], e.s[i]); return x; }
+template <class T, int N> inline vec<T, N> ldexp(vec<T, N> x, int e) { for (int i = 0; i < N; ++i) x.s[i] = ldexp(x.s[i], e); return x; }
+template <class T, int N> inline vec<T, N> modf(vec<T, N> x, vec<T, N>& ip) { for (int i = 0; i < N; ++i) x.s[i] = modf(x.s[i], ip.s[i]); return x; }
+template <class T, int N> inline vec<int, N> ilogb(vec<T, N> x) { vec<int, N> r; for (int i = 0; i < N; ++i) r.s[i] = ilogb(float(x.s[i])); return r; }
+template <class T, int N> inline vec<T, N> pown(vec<T, N> x, vec<int, N> n) { for (int i = 0; i < N; ++i) x.s[i] = T(pown(float(x.s[i]), n.s[i])); return x; }
 template <class T, class L, class H> inline T clamp(T x, L lo, H hi) { return min(max(x, T(lo)), T(hi)); }
 template <class T> inline T saturate(T x) { return clamp(x, T(0), T(1)); }
 template <class T> inline T mix(T a, T b, elem_t<T> t) { return a + (b - a) * t; }
 template <class T, int N> inline vec<T, N> mix(vec<T, N> a, vec<T, N> b, vec<T, N> t) { return a + (b - a) * t; }
 template <class T> inline T step(T edge, T x) { return x < edge ? T(0) : T(1); }
+template <class T> inline T smoothstep(T e0, T e1, T x) {
+  const T t = clamp(T((x - e0) / (e1 - e0)), T(0), T(1));
+  return T(t * t * (T(3) - T(2) * t));
+}
+template <class T, int N> inline vec<T, N> smoothstep(bronze_same_t<T> e0, bronze_same_t<T> e1, vec<T, N> x) {
+  return smoothstep(vec<T, N>(e0), vec<T, N>(e1), x);
+}
+template <class T, int N> inline vec<T, N> step(bronze_same_t<T> edge, vec<T, N> x) { return step(vec<T, N>(edge), x); }
 inline float fma(float a, float b, float c) { return BRONZE_M(fmaf)(a, b, c); }
 inline double fma(double a, double b, double c) { return BRONZE_M(fma)(a, b, c); }
 inline half fma(half a, half b, half c) { return (half)BRONZE_M(fmaf)((float)a, (float)b, (float)c); }
 template <class T, int N> inline vec<T, N> fma(vec<T, N> a, vec<T, N> b, vec<T, N> c) { for (int i = 0; i < N; ++i) a.s[i] = fma(a.s[i], b.s[i], c.s[i]); return a; }
+// fma(float4, float, float4) and the other mixed forms: the scalar is widened.
+template <class T, int N> inline vec<T, N> fma(vec<T, N> a, bronze_same_t<T> b, vec<T, N> c) { return fma(a, vec<T, N>(b), c); }
+template <class T, int N> inline vec<T, N> fma(bronze_same_t<T> a, vec<T, N> b, vec<T, N> c) { return fma(vec<T, N>(a), b, c); }
+template <class T, int N> inline vec<T, N> fma(vec<T, N> a, vec<T, N> b, bronze_same_t<T> c) { return fma(a, b, vec<T, N>(c)); }
+template <class T, int N> inline vec<T, N> fma(vec<T, N> a, bronze_same_t<T> b, bronze_same_t<T> c) { return fma(a, vec<T, N>(b), vec<T, N>(c)); }
 inline float atan2(float y, float x) { return BRONZE_M(atan2f)(y, x); }
 inline float fmod(float a, float b) { return BRONZE_M(fmodf)(a, b); }
 inline float copysign(float a, float b) { return BRONZE_M(copysignf)(a, b); }
@@ -772,6 +814,7 @@ template <int N> inline bool all(vec<bool, N> v) { for (int i = 0; i < N; ++i) i
 template <int N> inline bool any(vec<bool, N> v) { for (int i = 0; i < N; ++i) if (v.s[i]) return true; return false; }
 inline bool all(bool b) { return b; }
 inline bool any(bool b) { return b; }
+template <class T> inline typename bronze_if_<vec_traits<T>::n == 1, T>::type dot(T a, T b) { return a * b; }
 template <class T, int N> inline T dot(const vec<T, N>& a, const vec<T, N>& b) { T r = T(0); for (int i = 0; i < N; ++i) r += a.s[i] * b.s[i]; return r; }
 template <class T, int N> inline T length(const vec<T, N>& a) { return T(sqrt(dot(a, a))); }
 template <class T, int N> inline T length_squared(const vec<T, N>& a) { return dot(a, a); }
@@ -787,10 +830,103 @@ template <class To, class From> inline To as_type(const From& f) {
   BRONZE_MEMCPY(&t, &f, sizeof(To));
   return t;
 }
-template <class T> inline T popcount(T x) { return T(BRONZE_POPCOUNT64((unsigned long long)x)); }
-inline uint clz(uint x) { return x ? BRONZE_CLZ32(x) : 32; }
-inline uint ctz(uint x) { return x ? BRONZE_CTZ32(x) : 32; }
-template <class T> inline T mulhi(T a, T b) { return T(((long long)a * (long long)b) >> (8 * sizeof(T))); }
+// Integer functions, at T's own width (clz(ushort(1)) is 15), per lane for
+// vectors. Saturating ones clamp to T's range.
+template <class T> using bronze_int_t = typename bronze_if_<is_integral<T>::value, T>::type;
+template <class T> inline bronze_int_t<T> popcount(T x) {
+  return T(BRONZE_POPCOUNT64((unsigned long long)(make_unsigned_t<T>)x));
+}
+template <class T> inline bronze_int_t<T> clz(T x) {
+  return x ? T(BRONZE_CLZ64((unsigned long long)(make_unsigned_t<T>)x) - (64 - 8 * (int)sizeof(T))) : T(8 * sizeof(T));
+}
+template <class T> inline bronze_int_t<T> ctz(T x) {
+  return x ? T(BRONZE_CTZ64((unsigned long long)(make_unsigned_t<T>)x)) : T(8 * sizeof(T));
+}
+template <class T> inline bronze_int_t<T> reverse_bits(T x) {
+  make_unsigned_t<T> u = make_unsigned_t<T>(x), r = 0;
+  for (unsigned i = 0; i < 8 * sizeof(T); ++i, u >>= 1) r = make_unsigned_t<T>(r << 1 | (u & 1u));
+  return T(r);
+}
+template <class T> inline bronze_int_t<T> rotate(T v, T i) {
+  constexpr unsigned B = 8 * sizeof(T);
+  const make_unsigned_t<T> u = make_unsigned_t<T>(v);
+  const unsigned k = unsigned(make_unsigned_t<T>(i)) % B;
+  return T(k ? make_unsigned_t<T>(u << k | u >> (B - k)) : u);
+}
+// Bits [offset, offset + bits) of x, sign-extended for a signed T.
+template <class T> inline bronze_int_t<T> extract_bits(T x, uint offset, uint bits) {
+  if (bits == 0) return T(0);
+  constexpr unsigned B = 8 * sizeof(T);
+  const make_unsigned_t<T> u = make_unsigned_t<T>(make_unsigned_t<T>(x) << (B - offset - bits));
+  return is_signed<T>::value ? T(T(u) >> (B - bits)) : T(u >> (B - bits));
+}
+template <class T> inline bronze_int_t<T> insert_bits(T base, T insert, uint offset, uint bits) {
+  if (bits == 0) return base;
+  constexpr unsigned B = 8 * sizeof(T);
+  const make_unsigned_t<T> mask = make_unsigned_t<T>(make_unsigned_t<T>(~make_unsigned_t<T>(0)) >> (B - bits) << offset);
+  return T((make_unsigned_t<T>(base) & make_unsigned_t<T>(~mask)) | (make_unsigned_t<T>(make_unsigned_t<T>(insert) << offset) & mask));
+}
+template <class T> inline bronze_int_t<T> hadd(T x, T y) { return T((x >> 1) + (y >> 1) + (x & y & 1)); }
+template <class T> inline bronze_int_t<T> rhadd(T x, T y) { return T((x >> 1) + (y >> 1) + ((x | y) & 1)); }
+template <class T> inline bronze_int_t<T> absdiff(T x, T y) {
+  return T(x > y ? make_unsigned_t<T>(make_unsigned_t<T>(x) - make_unsigned_t<T>(y))
+                 : make_unsigned_t<T>(make_unsigned_t<T>(y) - make_unsigned_t<T>(x)));
+}
+template <class T> inline bronze_int_t<T> addsat(T x, T y) {
+  constexpr T lo = is_signed<T>::value ? T(T(1) << (8 * sizeof(T) - 1)) : T(0), hi = T(~lo);
+  if (!is_signed<T>::value) return T(x + y) < x ? hi : T(x + y);
+  return y > 0 && x > T(hi - y) ? hi : y < 0 && x < T(lo - y) ? lo : T(x + y);
+}
+template <class T> inline bronze_int_t<T> subsat(T x, T y) {
+  constexpr T lo = is_signed<T>::value ? T(T(1) << (8 * sizeof(T) - 1)) : T(0), hi = T(~lo);
+  if (!is_signed<T>::value) return x < y ? T(0) : T(x - y);
+  return y < 0 && x > T(hi + y) ? hi : y > 0 && x < T(lo + y) ? lo : T(x - y);
+}
+// The full product: in a type twice T's width.
+template <class T> using bronze_wide_t =
+    conditional_t<(sizeof(T) > 4), conditional_t<is_signed<T>::value, __int128, unsigned __int128>,
+                  conditional_t<is_signed<T>::value, long long, unsigned long long>>;
+template <class T> inline bronze_int_t<T> mulhi(T a, T b) { return T((bronze_wide_t<T>(a) * b) >> (8 * sizeof(T))); }
+template <class T> inline bronze_int_t<T> madhi(T a, T b, T c) { return T(mulhi(a, b) + c); }
+template <class T> inline bronze_int_t<T> mulsat(T a, T b) {
+  constexpr T lo = is_signed<T>::value ? T(T(1) << (8 * sizeof(T) - 1)) : T(0), hi = T(~lo);
+  const bronze_wide_t<T> p = bronze_wide_t<T>(a) * b;
+  return p > bronze_wide_t<T>(hi) ? hi : p < bronze_wide_t<T>(lo) ? lo : T(p);
+}
+template <class T> inline bronze_int_t<T> madsat(T a, T b, T c) {
+  constexpr T lo = is_signed<T>::value ? T(T(1) << (8 * sizeof(T) - 1)) : T(0), hi = T(~lo);
+  const bronze_wide_t<T> p = bronze_wide_t<T>(a) * b;  // a*b + c can overflow only through p
+  return p > bronze_wide_t<T>(hi) ? addsat(hi, c) : p < bronze_wide_t<T>(lo) ? addsat(lo, c) : addsat(T(p), c);
+}
+#define BRONZE_LANES1(name)                                                                         \
+  template <class T, int N> inline vec<T, N> name(vec<T, N> a) {                                    \
+    for (int i = 0; i < N; ++i) a.s[i] = name(a.s[i]);                                              \
+    return a;                                                                                       \
+  }
+#define BRONZE_LANES2(name)                                                                         \
+  template <class T, int N> inline vec<T, N> name(vec<T, N> a, vec<T, N> b) {                       \
+    for (int i = 0; i < N; ++i) a.s[i] = name(a.s[i], b.s[i]);                                      \
+    return a;                                                                                       \
+  }
+#define BRONZE_LANES3(name)                                                                         \
+  template <class T, int N> inline vec<T, N> name(vec<T, N> a, vec<T, N> b, vec<T, N> c) {          \
+    for (int i = 0; i < N; ++i) a.s[i] = name(a.s[i], b.s[i], c.s[i]);                              \
+    return a;                                                                                       \
+  }
+BRONZE_LANES1(popcount) BRONZE_LANES1(clz) BRONZE_LANES1(ctz) BRONZE_LANES1(reverse_bits)
+BRONZE_LANES2(rotate) BRONZE_LANES2(hadd) BRONZE_LANES2(rhadd) BRONZE_LANES2(absdiff) BRONZE_LANES2(addsat)
+BRONZE_LANES2(subsat) BRONZE_LANES2(mulhi) BRONZE_LANES2(mulsat) BRONZE_LANES3(madhi) BRONZE_LANES3(madsat)
+template <class T, int N> inline vec<T, N> extract_bits(vec<T, N> x, uint offset, uint bits) {
+  for (int i = 0; i < N; ++i) x.s[i] = extract_bits(x.s[i], offset, bits);
+  return x;
+}
+template <class T, int N> inline vec<T, N> insert_bits(vec<T, N> base, vec<T, N> insert, uint offset, uint bits) {
+  for (int i = 0; i < N; ++i) base.s[i] = insert_bits(base.s[i], insert.s[i], offset, bits);
+  return base;
+}
+#undef BRONZE_LANES1
+#undef BRONZE_LANES2
+#undef BRONZE_LANES3
 
 // numeric_limits: constexpr (kernels use them as reduction identities in
 // constant expressions), but for half on CUDA, whose conversion is an
@@ -941,6 +1077,11 @@ BRONZE_MAT_TYPES(float) BRONZE_MAT_TYPES(half) BRONZE_MAT_TYPES(bfloat)
 #ifndef METAL_FUNC
 #define METAL_FUNC inline __attribute__((__always_inline__))
 #endif
+// Metal's assert (metal_assert): the condition is compiled, and checked
+// nowhere, as in a Metal build without logging; a GPU trap would leave the
+// CUDA context unusable.
+#undef assert
+#define assert(condition) ((void)sizeof((condition) ? 1 : 0))
 // Metal's limit macros and math constants (metal_types, metal_math).
 #define INFINITY (BRONZE_INF)
 #define HUGE_VALF (BRONZE_INF)
@@ -1346,6 +1487,7 @@ inline quad_vote quad_ballot(bool p) {
   return quad_vote{ushort(uint64_t(simd_ballot(p)) >> (bronze_rt::simd_lane() & ~3u) & 0xfu)};
 }
 inline quad_vote quad_active_threads_mask() { return quad_ballot(true); }
+inline simd_vote simd_active_threads_mask() { return simd_ballot(true); }
 }  // namespace metal
 
 // ---------------------------------------------------- simdgroup async copies
