@@ -707,8 +707,10 @@ inline float sign(float x) { return x > 0 ? 1.0f : x < 0 ? -1.0f : x; }
 
 template <class T> constexpr T abs(T x) { return x < T(0) ? T(-x) : x; }
 template <class T, int N> inline vec<T, N> abs(vec<T, N> v) { for (int i = 0; i < N; ++i) v.s[i] = abs(v.s[i]); return v; }
-template <class T> constexpr T max(T a, T b) { return a < b ? b : a; }
-template <class T> constexpr T min(T a, T b) { return b < a ? b : a; }
+// Not for bfloat: Metal has no max/min of bfloat (MLX's bf16_math.h and
+// PyTorch's c10/metal/utils.h declare their own).
+template <class T> constexpr typename bronze_if_<!is_same<T, bfloat>::value, T>::type max(T a, T b) { return a < b ? b : a; }
+template <class T> constexpr typename bronze_if_<!is_same<T, bfloat>::value, T>::type min(T a, T b) { return b < a ? b : a; }
 inline float max(float a, float b) { return BRONZE_M(fmaxf)(a, b); }
 inline float min(float a, float b) { return BRONZE_M(fminf)(a, b); }
 // Not templates, as Metal declares them: they win over a library's own
@@ -716,8 +718,6 @@ inline float min(float a, float b) { return BRONZE_M(fminf)(a, b); }
 // loses to a number, as in fmax.
 constexpr half max(half a, half b) { return a != a ? b : b != b ? a : a < b ? b : a; }
 constexpr half min(half a, half b) { return a != a ? b : b != b ? a : b < a ? b : a; }
-constexpr bfloat max(bfloat a, bfloat b) { return a != a ? b : b != b ? a : a < b ? b : a; }
-constexpr bfloat min(bfloat a, bfloat b) { return a != a ? b : b != b ? a : b < a ? b : a; }
 template <class T, int N> inline vec<T, N> max(vec<T, N> a, const vec<T, N>& b) { for (int i = 0; i < N; ++i) a.s[i] = max(a.s[i], b.s[i]); return a; }
 template <class T, int N> inline vec<T, N> min(vec<T, N> a, const vec<T, N>& b) { for (int i = 0; i < N; ++i) a.s[i] = min(a.s[i], b.s[i]); return a; }
 template <class T, int N> inline vec<T, N> max(vec<T, N> a, bronze_same_t<T> b) { return max(a, vec<T, N>(b)); }
