@@ -347,6 +347,43 @@ def test_simd_reduction_in_divergent_code_and_partial_group():
     assert out.numpy()[0] == x.sum()
 
 
+def test_simdgroup_functions_in_both_branches_of_a_divergent_if():
+    # Each branch's collective takes the lanes that run that branch, as on
+    # the GPU, where the two sides run one after the other; a loop whose
+    # lanes leave at different iterations reduces over those still in it,
+    # and all lanes meet again after it.
+    lib = compile("""
+    kernel void branches(device float* o, uint lane [[thread_index_in_simdgroup]]) {
+      float a, b;
+      if (lane < 8) {
+        a = simd_sum(1.0f);
+        b = simd_max(float(lane));
+      } else {
+        a = simd_sum(2.0f) + 100.0f;
+        b = simd_min(float(lane));
+      }
+      uint trips = 0;
+      float in_loop = 0.0f;
+      for (uint k = 0; k < lane % 4 + 1; ++k) {
+        in_loop += simd_sum(1.0f);
+        ++trips;
+      }
+      o[lane * 4 + 0] = a;
+      o[lane * 4 + 1] = b;
+      o[lane * 4 + 2] = in_loop;
+      o[lane * 4 + 3] = simd_sum(float(trips));
+    }""")
+    o = bronze.zeros(32 * 4)
+    lib.branches(o, threads=32)
+    r = o.numpy().reshape(32, 4)
+    lane = np.arange(32)
+    np.testing.assert_array_equal(r[:, 0], np.where(lane < 8, 8, 24 * 2 + 100))
+    np.testing.assert_array_equal(r[:, 1], np.where(lane < 8, 7, 8))
+    # iteration k runs on the lanes with lane % 4 >= k: 32, 24, 16 and 8 of them
+    np.testing.assert_array_equal(r[:, 2], [sum([32, 24, 16, 8][: l % 4 + 1]) for l in lane])
+    np.testing.assert_array_equal(r[:, 3], (lane % 4 + 1).sum())
+
+
 def test_atomics_histogram():
     lib = compile("""
     kernel void hist(device const uint* v, device atomic_uint* bins, device atomic_int* mx,

@@ -1331,6 +1331,18 @@ constexpr uint sgm_lane(uint row, uint col) { return (row & 4u) << 2 | (col & 4u
 }  // namespace bronze_rt
 
 // Barriers, simdgroup functions and atomic operations, per compiler.
+// Collectives take where they are called (bronze_rt::site) on the CPU,
+// whose fibers tell the lanes of divergent branches apart by it; CUDA's
+// warps know their active lanes.
+#if BRONZE_CUDA
+#define BRONZE_SITE
+#define BRONZE_SITE_ONLY
+#define BRONZE_AT
+#else
+#define BRONZE_SITE , ::bronze_msl::bronze_rt::site at = {}
+#define BRONZE_SITE_ONLY ::bronze_msl::bronze_rt::site at = {}
+#define BRONZE_AT , at
+#endif
 #if BRONZE_CUDA
 #include "bronze_metal_cuda.h"
 #else
@@ -1438,13 +1450,13 @@ template <class T> inline T __metal_get_simdgroup_size(T) { return T(32); }
 // of the active lanes.
 namespace bronze_rt {
 enum quad_range { quad_all_lanes, quad_up_to_me, quad_before_me };
-template <class T, class Op> inline T quad_fold(T x, T identity, Op op, quad_range range = quad_all_lanes) {
+template <class T, class Op> inline T quad_fold(T x, T identity, Op op, quad_range range BRONZE_SITE) {
   const uint me = simd_lane(), base = me & ~3u;
-  const uint64_t active = uint64_t(metal::simd_ballot(true));
+  const uint64_t active = uint64_t(metal::simd_ballot(true BRONZE_AT));
   T r = identity;
   bool have = false;
   for (uint l = base; l < base + 4; ++l) {
-    const T v = metal::simd_shuffle(x, ushort(l));
+    const T v = metal::simd_shuffle(x, ushort(l) BRONZE_AT);
     const bool in = (active >> l & 1u) && (range == quad_all_lanes || l < me || (range == quad_up_to_me && l == me));
     if (in) r = have ? op(r, v) : v;
     have |= in;
@@ -1453,41 +1465,41 @@ template <class T, class Op> inline T quad_fold(T x, T identity, Op op, quad_ran
 }
 }  // namespace bronze_rt
 namespace metal {
-template <class T> inline T quad_sum(T x) { return bronze_rt::quad_fold(x, T(0), [](T a, T b) { return T(a + b); }); }
-template <class T> inline T quad_product(T x) { return bronze_rt::quad_fold(x, T(1), [](T a, T b) { return T(a * b); }); }
-template <class T> inline T quad_max(T x) { return bronze_rt::quad_fold(x, x, [](T a, T b) { return max(a, b); }); }
-template <class T> inline T quad_min(T x) { return bronze_rt::quad_fold(x, x, [](T a, T b) { return min(a, b); }); }
-template <class T> inline T quad_and(T x) { return bronze_rt::quad_fold(x, x, [](T a, T b) { return bronze_rt::bit_and(a, b); }); }
-template <class T> inline T quad_or(T x) { return bronze_rt::quad_fold(x, x, [](T a, T b) { return bronze_rt::bit_or(a, b); }); }
-template <class T> inline T quad_xor(T x) { return bronze_rt::quad_fold(x, x, [](T a, T b) { return bronze_rt::bit_xor(a, b); }); }
-template <class T> inline T quad_prefix_inclusive_sum(T x) {
-  return bronze_rt::quad_fold(x, T(0), [](T a, T b) { return T(a + b); }, bronze_rt::quad_up_to_me);
+template <class T> inline T quad_sum(T x BRONZE_SITE) { return bronze_rt::quad_fold(x, T(0), [](T a, T b) { return T(a + b); }, bronze_rt::quad_all_lanes BRONZE_AT); }
+template <class T> inline T quad_product(T x BRONZE_SITE) { return bronze_rt::quad_fold(x, T(1), [](T a, T b) { return T(a * b); }, bronze_rt::quad_all_lanes BRONZE_AT); }
+template <class T> inline T quad_max(T x BRONZE_SITE) { return bronze_rt::quad_fold(x, x, [](T a, T b) { return max(a, b); }, bronze_rt::quad_all_lanes BRONZE_AT); }
+template <class T> inline T quad_min(T x BRONZE_SITE) { return bronze_rt::quad_fold(x, x, [](T a, T b) { return min(a, b); }, bronze_rt::quad_all_lanes BRONZE_AT); }
+template <class T> inline T quad_and(T x BRONZE_SITE) { return bronze_rt::quad_fold(x, x, [](T a, T b) { return bronze_rt::bit_and(a, b); }, bronze_rt::quad_all_lanes BRONZE_AT); }
+template <class T> inline T quad_or(T x BRONZE_SITE) { return bronze_rt::quad_fold(x, x, [](T a, T b) { return bronze_rt::bit_or(a, b); }, bronze_rt::quad_all_lanes BRONZE_AT); }
+template <class T> inline T quad_xor(T x BRONZE_SITE) { return bronze_rt::quad_fold(x, x, [](T a, T b) { return bronze_rt::bit_xor(a, b); }, bronze_rt::quad_all_lanes BRONZE_AT); }
+template <class T> inline T quad_prefix_inclusive_sum(T x BRONZE_SITE) {
+  return bronze_rt::quad_fold(x, T(0), [](T a, T b) { return T(a + b); }, bronze_rt::quad_up_to_me BRONZE_AT);
 }
-template <class T> inline T quad_prefix_exclusive_sum(T x) {
-  return bronze_rt::quad_fold(x, T(0), [](T a, T b) { return T(a + b); }, bronze_rt::quad_before_me);
+template <class T> inline T quad_prefix_exclusive_sum(T x BRONZE_SITE) {
+  return bronze_rt::quad_fold(x, T(0), [](T a, T b) { return T(a + b); }, bronze_rt::quad_before_me BRONZE_AT);
 }
-template <class T> inline T quad_prefix_inclusive_product(T x) {
-  return bronze_rt::quad_fold(x, T(1), [](T a, T b) { return T(a * b); }, bronze_rt::quad_up_to_me);
+template <class T> inline T quad_prefix_inclusive_product(T x BRONZE_SITE) {
+  return bronze_rt::quad_fold(x, T(1), [](T a, T b) { return T(a * b); }, bronze_rt::quad_up_to_me BRONZE_AT);
 }
-template <class T> inline T quad_prefix_exclusive_product(T x) {
-  return bronze_rt::quad_fold(x, T(1), [](T a, T b) { return T(a * b); }, bronze_rt::quad_before_me);
+template <class T> inline T quad_prefix_exclusive_product(T x BRONZE_SITE) {
+  return bronze_rt::quad_fold(x, T(1), [](T a, T b) { return T(a * b); }, bronze_rt::quad_before_me BRONZE_AT);
 }
-inline bool quad_all(bool p) { return bronze_rt::quad_fold(p, true, [](bool a, bool b) { return a && b; }); }
-inline bool quad_any(bool p) { return bronze_rt::quad_fold(p, false, [](bool a, bool b) { return a || b; }); }
+inline bool quad_all(bool p BRONZE_SITE) { return bronze_rt::quad_fold(p, true, [](bool a, bool b) { return a && b; }, bronze_rt::quad_all_lanes BRONZE_AT); }
+inline bool quad_any(bool p BRONZE_SITE) { return bronze_rt::quad_fold(p, false, [](bool a, bool b) { return a || b; }, bronze_rt::quad_all_lanes BRONZE_AT); }
 // Shuffles within the quad: a source outside it, or inactive, gives the caller's own value.
 inline ushort bronze_quad_lane(int l) { return ushort((bronze_rt::simd_lane() & ~3u) + (l >= 0 && l < 4 ? l : 32)); }
-template <class T> inline T quad_shuffle(T x, ushort l) { return simd_shuffle(x, bronze_quad_lane(l)); }
-template <class T> inline T quad_broadcast(T x, ushort l) { return simd_shuffle(x, bronze_quad_lane(l)); }
-template <class T> inline T quad_shuffle_xor(T x, ushort m) { return simd_shuffle(x, bronze_quad_lane((bronze_rt::simd_lane() ^ m) & 3u)); }
-template <class T> inline T quad_shuffle_up(T x, ushort d) { return simd_shuffle(x, bronze_quad_lane(int(bronze_rt::simd_lane() & 3u) - d)); }
-template <class T> inline T quad_shuffle_down(T x, ushort d) { return simd_shuffle(x, bronze_quad_lane(int(bronze_rt::simd_lane() & 3u) + d)); }
-template <class T> inline T quad_shuffle_rotate_up(T x, ushort d) { return simd_shuffle(x, bronze_quad_lane((bronze_rt::simd_lane() - d) & 3u)); }
-template <class T> inline T quad_shuffle_rotate_down(T x, ushort d) { return simd_shuffle(x, bronze_quad_lane((bronze_rt::simd_lane() + d) & 3u)); }
-inline quad_vote quad_ballot(bool p) {
-  return quad_vote{ushort(uint64_t(simd_ballot(p)) >> (bronze_rt::simd_lane() & ~3u) & 0xfu)};
+template <class T> inline T quad_shuffle(T x, ushort l BRONZE_SITE) { return simd_shuffle(x, bronze_quad_lane(l) BRONZE_AT); }
+template <class T> inline T quad_broadcast(T x, ushort l BRONZE_SITE) { return simd_shuffle(x, bronze_quad_lane(l) BRONZE_AT); }
+template <class T> inline T quad_shuffle_xor(T x, ushort m BRONZE_SITE) { return simd_shuffle(x, bronze_quad_lane((bronze_rt::simd_lane() ^ m) & 3u) BRONZE_AT); }
+template <class T> inline T quad_shuffle_up(T x, ushort d BRONZE_SITE) { return simd_shuffle(x, bronze_quad_lane(int(bronze_rt::simd_lane() & 3u) - d) BRONZE_AT); }
+template <class T> inline T quad_shuffle_down(T x, ushort d BRONZE_SITE) { return simd_shuffle(x, bronze_quad_lane(int(bronze_rt::simd_lane() & 3u) + d) BRONZE_AT); }
+template <class T> inline T quad_shuffle_rotate_up(T x, ushort d BRONZE_SITE) { return simd_shuffle(x, bronze_quad_lane((bronze_rt::simd_lane() - d) & 3u) BRONZE_AT); }
+template <class T> inline T quad_shuffle_rotate_down(T x, ushort d BRONZE_SITE) { return simd_shuffle(x, bronze_quad_lane((bronze_rt::simd_lane() + d) & 3u) BRONZE_AT); }
+inline quad_vote quad_ballot(bool p BRONZE_SITE) {
+  return quad_vote{ushort(uint64_t(simd_ballot(p BRONZE_AT)) >> (bronze_rt::simd_lane() & ~3u) & 0xfu)};
 }
-inline quad_vote quad_active_threads_mask() { return quad_ballot(true); }
-inline simd_vote simd_active_threads_mask() { return simd_ballot(true); }
+inline quad_vote quad_active_threads_mask(BRONZE_SITE_ONLY) { return quad_ballot(true BRONZE_AT); }
+inline simd_vote simd_active_threads_mask(BRONZE_SITE_ONLY) { return simd_ballot(true BRONZE_AT); }
 }  // namespace metal
 
 // ---------------------------------------------------- simdgroup async copies
@@ -1500,21 +1512,23 @@ inline simd_vote simd_active_threads_mask() { return simd_ballot(true); }
 namespace metal {
 enum class simdgroup_async_copy_clamp_mode { clamp_to_zero = 0, clamp_to_edge = 1 };
 struct simdgroup_event {
-  static void wait(int, simdgroup_event*) { simdgroup_barrier(mem_flags::mem_threadgroup | mem_flags::mem_device); }
+  static void wait(int, simdgroup_event* BRONZE_SITE) {
+    simdgroup_barrier(mem_flags::mem_threadgroup | mem_flags::mem_device BRONZE_AT);
+  }
 };
 }  // namespace metal
 namespace bronze_rt {
 // This lane's rank among the simdgroup's active lanes, and their count.
-inline uint active_rank(uint& count) {
-  const uint64_t active = uint64_t(metal::simd_ballot(true));
+inline uint active_rank(uint& count BRONZE_SITE) {
+  const uint64_t active = uint64_t(metal::simd_ballot(true BRONZE_AT));
   count = uint(BRONZE_POPCOUNT64(active));
   return uint(BRONZE_POPCOUNT64(active & ((1ull << simd_lane()) - 1)));
 }
 }  // namespace bronze_rt
 namespace metal {
 template <class D, class S>
-inline simdgroup_event simdgroup_async_copy(D dst, S src, ulong n_elements) {
-  uint lanes, i = bronze_rt::active_rank(lanes);
+inline simdgroup_event simdgroup_async_copy(D dst, S src, ulong n_elements BRONZE_SITE) {
+  uint lanes, i = bronze_rt::active_rank(lanes BRONZE_AT);
   for (ulong k = i; k < n_elements; k += lanes) dst[k] = src[k];
   return {};
 }
@@ -1525,9 +1539,9 @@ template <class D, class S>
 inline simdgroup_event simdgroup_async_copy(D dst, ulong dst_elements_per_row, ulong dst_element_stride,
                                             ulong2 dst_tile_dimensions, S src, ulong src_elements_per_row,
                                             ulong src_element_stride, ulong2 src_tile_dimensions,
-                                            long2 offset_in_src_tile, simdgroup_async_copy_clamp_mode clamp_mode) {
+                                            long2 offset_in_src_tile, simdgroup_async_copy_clamp_mode clamp_mode BRONZE_SITE) {
   typedef remove_cv_t<remove_reference_t<decltype(dst[0])>> T;
-  uint lanes, i = bronze_rt::active_rank(lanes);
+  uint lanes, i = bronze_rt::active_rank(lanes BRONZE_AT);
   const ulong w = dst_tile_dimensions.x, n = w * dst_tile_dimensions.y;
   for (ulong k = i; k < n; k += lanes) {
     const ulong x = k % w, y = k / w;
@@ -1614,13 +1628,13 @@ inline void simdgroup_store(const simdgroup_matrix<T, Cols, Rows>& a, P dst, ulo
 // into a float accumulator, as MLX and llama.cpp do).
 template <class TD, class TA, class TB, class TC>
 inline void simdgroup_multiply_accumulate(simdgroup_matrix<TD, 8, 8>& d, const simdgroup_matrix<TA, 8, 8>& a,
-                                          const simdgroup_matrix<TB, 8, 8>& b, const simdgroup_matrix<TC, 8, 8>& c) {
-  d.e_ = bronze_rt::sgm_mma<TD>(a.e_, b.e_, c.e_);
+                                          const simdgroup_matrix<TB, 8, 8>& b, const simdgroup_matrix<TC, 8, 8>& c BRONZE_SITE) {
+  d.e_ = bronze_rt::sgm_mma<TD>(a.e_, b.e_, c.e_ BRONZE_AT);
 }
 template <class TD, class TA, class TB>
 inline void simdgroup_multiply(simdgroup_matrix<TD, 8, 8>& d, const simdgroup_matrix<TA, 8, 8>& a,
-                               const simdgroup_matrix<TB, 8, 8>& b) {
-  d.e_ = bronze_rt::sgm_mma<TD>(a.e_, b.e_, vec<TD, 2>(TD(0)));
+                               const simdgroup_matrix<TB, 8, 8>& b BRONZE_SITE) {
+  d.e_ = bronze_rt::sgm_mma<TD>(a.e_, b.e_, vec<TD, 2>(TD(0)) BRONZE_AT);
 }
 template <class T>
 inline simdgroup_matrix<T, 8, 8> operator*(const simdgroup_matrix<T, 8, 8>& a, const simdgroup_matrix<T, 8, 8>& b) {

@@ -152,6 +152,21 @@ enum fiber_state { RUN, WAIT_TG, WAIT_SIMD, DONE };
 constexpr int kSimd = 32;
 constexpr int kSlot = 64;  // bytes a lane can exchange (up to a 4 x 64-bit vector)
 
+// Where a collective is called in the user's source (the unit's #line file
+// and line). Lanes waiting at different ones are on different sides of
+// divergent code, which the GPU runs one after the other (release_simd):
+// this tells them apart whatever the optimizer duplicated or merged, except
+// for one helper function called from both sides.
+struct site {
+  const char* file;
+  unsigned line;
+  constexpr site(const char* f = __builtin_FILE(), unsigned l = __builtin_LINE()) : file(f), line(l) {}
+  bool before(const site& o) const {  // source order within a file
+    if (file == o.file || __builtin_strcmp(file, o.file) == 0) return line < o.line;
+    return __builtin_strcmp(file, o.file) < 0;
+  }
+};
+
 struct group_ctx {
   int n = 0;
   int cur = 0;
@@ -159,9 +174,12 @@ struct group_ctx {
   fiber* ctx = nullptr;
   fiber_state* st = nullptr;
   ids* id = nullptr;
-  unsigned char* xchg = nullptr;  // [simdgroup][parity][lane][kSlot]
-  int* parity = nullptr;          // per simdgroup
-  uint32_t* mask = nullptr;       // [simdgroup][parity]: lanes in the last collective
+  // [simdgroup][2][lane][kSlot]: what each lane brought to the collective it
+  // waits at, then what the last released collective's lanes read (copied at
+  // release: a released lane may bring its next value before the others read).
+  unsigned char* xchg = nullptr;
+  uint32_t* mask = nullptr;       // per simdgroup: lanes in the last released collective
+  struct site* site = nullptr;    // per thread: where in the source the collective it waits at is called
   void (*invoke)(void*, const ids&) = nullptr;
   void* fn = nullptr;
 };
@@ -288,19 +306,31 @@ inline void yield_as(fiber_state s) {
   fiber_switch(g->ctx[g->cur], g->main);
 }
 
-// Lanes of `sg` waiting at a collective are released together; mask records them.
+// Lanes of `sg` waiting at one collective are released together; mask
+// records them. Lanes waiting at different call sites are on different
+// sides of divergent code, which the GPU runs one after the other: the
+// earliest site in the code goes first (so lanes still in a loop meet
+// before those that left it, which wait after it).
 inline bool release_simd(group_ctx* g, int sg, bool only_if_complete) {
   int lo = sg * kSimd, hi = lo + kSimd < g->n ? lo + kSimd : g->n;
   uint32_t waiting = 0;
   bool others = false;
+  site first;
   for (int i = lo; i < hi; ++i) {
-    if (g->st[i] == WAIT_SIMD) waiting |= 1u << (i - lo);
-    else if (g->st[i] != DONE) others = true;
+    if (g->st[i] == WAIT_SIMD) {
+      if (!waiting || g->site[i].before(first)) first = g->site[i];
+      waiting |= 1u << (i - lo);
+    } else if (g->st[i] != DONE) {
+      others = true;
+    }
   }
   if (!waiting || (only_if_complete && others)) return false;
-  int p = g->parity[sg];
-  g->mask[sg * 2 + p] = waiting;
-  g->parity[sg] = p ^ 1;
+  for (int i = lo; i < hi; ++i)
+    if (first.before(g->site[i])) waiting &= ~(1u << (i - lo));
+  g->mask[sg] = waiting;
+  unsigned char* brought = g->xchg + (size_t)sg * 2 * kSimd * kSlot;
+  for (int i = lo; i < hi; ++i)
+    if (waiting & (1u << (i - lo))) __builtin_memcpy(brought + (kSimd + i - lo) * kSlot, brought + (i - lo) * kSlot, kSlot);
   for (int i = lo; i < hi; ++i)
     if (waiting & (1u << (i - lo))) g->st[i] = RUN;
   return true;
@@ -319,23 +349,24 @@ inline void run_groups_cooperative(const bronze_cpu_launch* L, uint64_t g0, uint
   const int nsg = (int)((max_threads + kSimd - 1) / kSimd);
   // One per-OS-thread block: contexts, states, ids, exchange slots (the stacks are fiber_stacks).
   const size_t n_ctx = sizeof(fiber) * max_threads, n_st = sizeof(fiber_state) * max_threads,
-               n_id = sizeof(ids) * max_threads, n_x = (size_t)nsg * 2 * kSimd * kSlot;
+               n_id = sizeof(ids) * max_threads, n_site = sizeof(site) * max_threads,
+               n_x = (size_t)nsg * 2 * kSimd * kSlot;
   auto round16 = [](size_t v) { return (v + 15) & ~(size_t)15; };
-  char* mem = (char*)fiber_scratch.get(round16(n_ctx) + round16(n_st) + round16(n_id) + n_x);
+  char* mem = (char*)fiber_scratch.get(round16(n_ctx) + round16(n_st) + round16(n_id) + round16(n_site) + n_x);
   fiber* ctx = (fiber*)mem;
   fiber_state* st = (fiber_state*)(mem + round16(n_ctx));
   ids* idv = (ids*)(mem + round16(n_ctx) + round16(n_st));
-  unsigned char* xchg = (unsigned char*)(mem + round16(n_ctx) + round16(n_st) + round16(n_id));
+  site* sites = (site*)(mem + round16(n_ctx) + round16(n_st) + round16(n_id));
+  unsigned char* xchg = (unsigned char*)(mem + round16(n_ctx) + round16(n_st) + round16(n_id) + round16(n_site));
   char* stacks = fiber_stacks.get(max_threads);
-  int parity[32];
-  uint32_t mask[64];
+  uint32_t mask[32];
   group_ctx g;
   g.ctx = ctx;
   g.st = st;
   g.id = idv;
   g.xchg = xchg;
-  g.parity = parity;
   g.mask = mask;
+  g.site = sites;
   g.invoke = &invoke_erased<typename __remove_ref<F>::type>;
   g.fn = (void*)&f;
   cur_group = &g;
@@ -345,7 +376,6 @@ inline void run_groups_cooperative(const bronze_cpu_launch* L, uint64_t g0, uint
     group_geometry(L, gi, id, a);
     g.n = (int)(a[0] * a[1] * a[2]);
     id.sgptg = (uint32_t)((g.n + kSimd - 1) / kSimd);
-    for (int s = 0; s < nsg; ++s) parity[s] = 0;
     int k = 0;
     for (uint32_t lz = 0; lz < a[2]; ++lz)
       for (uint32_t ly = 0; ly < a[1]; ++ly)
@@ -382,10 +412,10 @@ inline void run_groups_cooperative(const bronze_cpu_launch* L, uint64_t g0, uint
   cur_group = nullptr;
 }
 
-// Exchanges x among the simdgroup's active lanes; returns the lanes' slots
-// and the active mask.
+// Exchanges x among the lanes of the simdgroup that call the collective at
+// `at`; returns the lanes' slots and the active mask.
 template <class T>
-inline const T* exchange(T x, uint32_t* active, uint* lane) {
+inline const T* exchange(T x, uint32_t* active, uint* lane, site at) {
   static_assert(sizeof(T) <= kSlot, "simdgroup functions take values up to 64 bytes");
   group_ctx* g = cur_group;
   if (!g) {  // a kernel bronze did not recognise as cooperative
@@ -396,13 +426,14 @@ inline const T* exchange(T x, uint32_t* active, uint* lane) {
     return &single;
   }
   const ids& id = g->id[g->cur];
-  int sg = (int)id.sgiitg, p = g->parity[sg];
-  unsigned char* base = g->xchg + ((size_t)(sg * 2 + p) * kSimd) * kSlot;
-  __builtin_memcpy(base + id.tiisg * kSlot, &x, sizeof(T));
+  const int sg = (int)id.sgiitg;
+  unsigned char* brought = g->xchg + (size_t)sg * 2 * kSimd * kSlot;
+  __builtin_memcpy(brought + id.tiisg * kSlot, &x, sizeof(T));
+  g->site[g->cur] = at;
   yield_as(WAIT_SIMD);
-  *active = g->mask[sg * 2 + p];
+  *active = g->mask[sg];
   *lane = id.tiisg;
-  return (const T*)base;  // slot stride is kSlot bytes: use slot()
+  return (const T*)(brought + kSimd * kSlot);  // slot stride is kSlot bytes: use slot()
 }
 template <class T> inline const T& slot(const T* base, uint l) { return *(const T*)((const unsigned char*)base + l * kSlot); }
 
@@ -411,10 +442,10 @@ inline uint simd_lane() { return cur_group ? cur_group->id[cur_group->cur].tiisg
 // bronze_metal.h), summed in float in the order k = 0..7.
 template <class TA, class TB> struct sgm_pair { vec<TA, 2> a; vec<TB, 2> b; };
 template <class TD, class TA, class TB, class TC>
-inline vec<TD, 2> sgm_mma(vec<TA, 2> a, vec<TB, 2> b, vec<TC, 2> c) {
+inline vec<TD, 2> sgm_mma(vec<TA, 2> a, vec<TB, 2> b, vec<TC, 2> c, site at) {
   uint32_t active;
   uint me;
-  const sgm_pair<TA, TB>* x = exchange(sgm_pair<TA, TB>{a, b}, &active, &me);
+  const sgm_pair<TA, TB>* x = exchange(sgm_pair<TA, TB>{a, b}, &active, &me, at);
   const uint r = sgm_row(me), c0 = sgm_col(me);
   vec<TD, 2> d;
   for (uint j = 0; j < 2; ++j) {
@@ -436,62 +467,62 @@ inline void threadgroup_barrier(mem_flags = mem_flags::mem_none) {
 inline void atomic_thread_fence(mem_flags, memory_order, thread_scope = thread_scope_device) {
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
-inline void simdgroup_barrier(mem_flags = mem_flags::mem_none) {
+inline void simdgroup_barrier(mem_flags = mem_flags::mem_none BRONZE_SITE) {
   uint32_t m;
   uint l;
-  bronze_rt::exchange(0, &m, &l);
+  bronze_rt::exchange(0, &m, &l, at);
 }
 
 namespace metal {
 #define BRONZE_SIMD_BEGIN(T, x)       \
   uint32_t active;                  \
   uint lane;                        \
-  const T* b = bronze_rt::exchange(x, &active, &lane);
+  const T* b = bronze_rt::exchange(x, &active, &lane, at);
 #define BRONZE_ACTIVE(l) (active & (1u << (l)))
-template <class T> inline T simd_sum(T x) {
+template <class T> inline T simd_sum(T x BRONZE_SITE) {
   BRONZE_SIMD_BEGIN(T, x)
   T r = T(0);
   for (uint l = 0; l < 32; ++l) if (BRONZE_ACTIVE(l)) r += bronze_rt::slot(b, l);
   return r;
 }
-template <class T> inline T simd_product(T x) {
+template <class T> inline T simd_product(T x BRONZE_SITE) {
   BRONZE_SIMD_BEGIN(T, x)
   T r = T(1);
   for (uint l = 0; l < 32; ++l) if (BRONZE_ACTIVE(l)) r *= bronze_rt::slot(b, l);
   return r;
 }
-template <class T> inline T simd_max(T x) {
+template <class T> inline T simd_max(T x BRONZE_SITE) {
   BRONZE_SIMD_BEGIN(T, x)
   T r = x;
   for (uint l = 0; l < 32; ++l) if (BRONZE_ACTIVE(l)) r = max(r, bronze_rt::slot(b, l));
   return r;
 }
-template <class T> inline T simd_min(T x) {
+template <class T> inline T simd_min(T x BRONZE_SITE) {
   BRONZE_SIMD_BEGIN(T, x)
   T r = x;
   for (uint l = 0; l < 32; ++l) if (BRONZE_ACTIVE(l)) r = min(r, bronze_rt::slot(b, l));
   return r;
 }
-template <class T> inline T simd_prefix_exclusive_sum(T x) {
+template <class T> inline T simd_prefix_exclusive_sum(T x BRONZE_SITE) {
   BRONZE_SIMD_BEGIN(T, x)
   T r = T(0);
   for (uint l = 0; l < lane; ++l) if (BRONZE_ACTIVE(l)) r += bronze_rt::slot(b, l);
   return r;
 }
-template <class T> inline T simd_prefix_inclusive_sum(T x) {
+template <class T> inline T simd_prefix_inclusive_sum(T x BRONZE_SITE) {
   BRONZE_SIMD_BEGIN(T, x)
   T r = T(0);
   for (uint l = 0; l <= lane; ++l) if (BRONZE_ACTIVE(l)) r += bronze_rt::slot(b, l);
   return r;
 }
-template <class T> inline T simd_prefix_inclusive_product(T x) {
+template <class T> inline T simd_prefix_inclusive_product(T x BRONZE_SITE) {
   BRONZE_SIMD_BEGIN(T, x)
   T r = T(1);
   for (uint l = 0; l <= lane; ++l) if (BRONZE_ACTIVE(l)) r *= bronze_rt::slot(b, l);
   return r;
 }
 #define BRONZE_SIMD_BITS(name, op)                                                          \
-  template <class T> inline T name(T x) {                                                   \
+  template <class T> inline T name(T x BRONZE_SITE) {                                       \
     BRONZE_SIMD_BEGIN(T, x)                                                                 \
     T r = bronze_rt::slot(b, (uint)__builtin_ctz(active));                                  \
     for (uint l = __builtin_ctz(active) + 1; l < 32; ++l)                                   \
@@ -500,7 +531,7 @@ template <class T> inline T simd_prefix_inclusive_product(T x) {
   }
 BRONZE_SIMD_BITS(simd_and, bit_and) BRONZE_SIMD_BITS(simd_or, bit_or) BRONZE_SIMD_BITS(simd_xor, bit_xor)
 #undef BRONZE_SIMD_BITS
-template <class T> inline T simd_prefix_exclusive_product(T x) {
+template <class T> inline T simd_prefix_exclusive_product(T x BRONZE_SITE) {
   BRONZE_SIMD_BEGIN(T, x)
   T r = T(1);
   for (uint l = 0; l < lane; ++l) if (BRONZE_ACTIVE(l)) r *= bronze_rt::slot(b, l);
@@ -509,52 +540,52 @@ template <class T> inline T simd_prefix_exclusive_product(T x) {
 template <class T> inline T bronze_lane_or_self(const T* b, uint32_t active, uint l, T x) {
   return l < 32 && (active & (1u << l)) ? bronze_rt::slot(b, l) : x;
 }
-template <class T> inline T simd_shuffle(T x, ushort src) { BRONZE_SIMD_BEGIN(T, x) return bronze_lane_or_self(b, active, src, x); }
-template <class T> inline T simd_broadcast(T x, ushort src) { BRONZE_SIMD_BEGIN(T, x) return bronze_lane_or_self(b, active, src, x); }
-template <class T> inline T simd_shuffle_down(T x, ushort d) { BRONZE_SIMD_BEGIN(T, x) return bronze_lane_or_self(b, active, lane + d, x); }
-template <class T> inline T simd_shuffle_up(T x, ushort d) { BRONZE_SIMD_BEGIN(T, x) return lane >= d ? bronze_lane_or_self(b, active, lane - d, x) : x; }
-template <class T> inline T simd_shuffle_xor(T x, ushort m) { BRONZE_SIMD_BEGIN(T, x) return bronze_lane_or_self(b, active, lane ^ m, x); }
-template <class T> inline T simd_shuffle_rotate_up(T x, ushort d) { BRONZE_SIMD_BEGIN(T, x) return bronze_lane_or_self(b, active, (lane + 32 - d % 32) % 32, x); }
-template <class T> inline T simd_shuffle_rotate_down(T x, ushort d) { BRONZE_SIMD_BEGIN(T, x) return bronze_lane_or_self(b, active, (lane + d) % 32, x); }
+template <class T> inline T simd_shuffle(T x, ushort src BRONZE_SITE) { BRONZE_SIMD_BEGIN(T, x) return bronze_lane_or_self(b, active, src, x); }
+template <class T> inline T simd_broadcast(T x, ushort src BRONZE_SITE) { BRONZE_SIMD_BEGIN(T, x) return bronze_lane_or_self(b, active, src, x); }
+template <class T> inline T simd_shuffle_down(T x, ushort d BRONZE_SITE) { BRONZE_SIMD_BEGIN(T, x) return bronze_lane_or_self(b, active, lane + d, x); }
+template <class T> inline T simd_shuffle_up(T x, ushort d BRONZE_SITE) { BRONZE_SIMD_BEGIN(T, x) return lane >= d ? bronze_lane_or_self(b, active, lane - d, x) : x; }
+template <class T> inline T simd_shuffle_xor(T x, ushort m BRONZE_SITE) { BRONZE_SIMD_BEGIN(T, x) return bronze_lane_or_self(b, active, lane ^ m, x); }
+template <class T> inline T simd_shuffle_rotate_up(T x, ushort d BRONZE_SITE) { BRONZE_SIMD_BEGIN(T, x) return bronze_lane_or_self(b, active, (lane + 32 - d % 32) % 32, x); }
+template <class T> inline T simd_shuffle_rotate_down(T x, ushort d BRONZE_SITE) { BRONZE_SIMD_BEGIN(T, x) return bronze_lane_or_self(b, active, (lane + d) % 32, x); }
 // data from lane + delta within each `modulo`-lane segment, past its end
 // `fill` from the segment's start (up: data from lane - delta, before the
 // start `fill` from the segment's end).
 template <class T> struct bronze_fill_pair { T data, fill; };
-template <class T> inline T simd_shuffle_and_fill_down(T data, T fill, ushort delta, ushort modulo = 32) {
+template <class T> inline T simd_shuffle_and_fill_down(T data, T fill, ushort delta, ushort modulo = 32 BRONZE_SITE) {
   BRONZE_SIMD_BEGIN(bronze_fill_pair<T>, (bronze_fill_pair<T>{data, fill}))
   uint seg = lane / modulo * modulo, i = lane % modulo + delta;
   uint src = seg + (i < modulo ? i : i - modulo);
   if (src >= 32 || !BRONZE_ACTIVE(src)) return data;
   return i < modulo ? bronze_rt::slot(b, src).data : bronze_rt::slot(b, src).fill;
 }
-template <class T> inline T simd_shuffle_and_fill_up(T data, T fill, ushort delta, ushort modulo = 32) {
+template <class T> inline T simd_shuffle_and_fill_up(T data, T fill, ushort delta, ushort modulo = 32 BRONZE_SITE) {
   BRONZE_SIMD_BEGIN(bronze_fill_pair<T>, (bronze_fill_pair<T>{data, fill}))
   uint seg = lane / modulo * modulo, j = lane % modulo;
   uint src = seg + (j >= delta ? j - delta : j + modulo - delta);
   if (src >= 32 || !BRONZE_ACTIVE(src)) return data;
   return j >= delta ? bronze_rt::slot(b, src).data : bronze_rt::slot(b, src).fill;
 }
-template <class T> inline T simd_broadcast_first(T x) {
+template <class T> inline T simd_broadcast_first(T x BRONZE_SITE) {
   BRONZE_SIMD_BEGIN(T, x)
   return bronze_lane_or_self(b, active, active ? (uint)__builtin_ctz(active) : 0u, x);
 }
-inline simd_vote simd_ballot(bool pred) {
+inline simd_vote simd_ballot(bool pred BRONZE_SITE) {
   BRONZE_SIMD_BEGIN(bool, pred)
   uint64_t r = 0;
   for (uint l = 0; l < 32; ++l) if (BRONZE_ACTIVE(l) && bronze_rt::slot(b, l)) r |= 1ull << l;
   return simd_vote{r};
 }
-inline bool simd_all(bool pred) {
+inline bool simd_all(bool pred BRONZE_SITE) {
   BRONZE_SIMD_BEGIN(bool, pred)
   for (uint l = 0; l < 32; ++l) if (BRONZE_ACTIVE(l) && !bronze_rt::slot(b, l)) return false;
   return true;
 }
-inline bool simd_any(bool pred) {
+inline bool simd_any(bool pred BRONZE_SITE) {
   BRONZE_SIMD_BEGIN(bool, pred)
   for (uint l = 0; l < 32; ++l) if (BRONZE_ACTIVE(l) && bronze_rt::slot(b, l)) return true;
   return false;
 }
-inline bool simd_is_first() {
+inline bool simd_is_first(BRONZE_SITE_ONLY) {
   BRONZE_SIMD_BEGIN(int, 0)
   return active && lane == (uint)__builtin_ctz(active);
 }
