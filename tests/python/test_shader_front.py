@@ -432,7 +432,8 @@ template [[host_name("k_float")]] kernel void k<float>(device const float*, devi
                          np.isnan(a) | np.isnan(b), ~(np.isnan(a) | np.isnan(b)), (a < b) | (a > b), a >= b,
                          np.isfinite(a) & (np.abs(a) >= 2.0 ** -14), (a < b) + 2 * (b < a)], axis=1)
     as_bfloat = bronze.tensor(x).to(dtype=bronze.bfloat16)  # these values are exact in bfloat
-    for name, data in (("k_half", x.astype(np.float16)), ("k_bfloat", as_bfloat), ("k_float", x)):
+    for name, data in (("k_half", bronze.tensor(x.astype(np.float16))), ("k_bfloat", as_bfloat),
+                       ("k_float", bronze.tensor(x))):
         o = bronze.zeros(8 * n)
         getattr(lib, name)(data, o, threads=n)
         expected = want.copy()
