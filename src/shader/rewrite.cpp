@@ -94,10 +94,20 @@ bool global_qualifier(const std::vector<Token>& t, std::size_t i) {
 // with another arithmetic type (bronze_metal.h, bronze_rt::cond): each
 // operand goes through cond<decltype((other))>. Runs over the edited body,
 // so the copies inside decltype are what the compiler reads; they are put
-// on one line, so every line keeps its number.
+// on one line, so every line keeps its number. Only in function bodies: a
+// class template's static member initializer with decltype of its template
+// parameters crashes G++ (MLX's steel conv loaders), and constants there mix
+// no half.
 class Conditionals {
  public:
-  explicit Conditionals(const std::string& s) : s_(s), t_(lex(s)) {}
+  explicit Conditionals(const std::string& s) : s_(s), t_(lex(s)), in_function_(t_.size(), false) {
+    std::vector<bool> open;  // per open brace: a function body, or inside one
+    for (std::size_t k = 0; k < t_.size(); ++k) {
+      in_function_[k] = !open.empty() && open.back();
+      if (is(k, "{")) open.push_back(in_function_[k] || (k > 0 && after_parameters(k - 1)));
+      if (is(k, "}") && !open.empty()) open.pop_back();
+    }
+  }
   std::string run() {
     std::size_t n = t_.size() - 1;  // the last is End
     if (n == 0) return s_;
@@ -107,6 +117,16 @@ class Conditionals {
  private:
   const std::string& s_;
   std::vector<Token> t_;
+  std::vector<bool> in_function_;
+
+  // Whether a `{` after token k opens a function body: it follows the
+  // parameter list, its qualifiers or a constructor's member initializers.
+  bool after_parameters(std::size_t k) const {
+    while (k > 0 && (is(k, "const") || is(k, "noexcept") || is(k, "override") || is(k, "final") ||
+                     is(k, "mutable") || is(k, "volatile") || is(k, "&")))
+      --k;
+    return is(k, ")");
+  }
 
   std::size_t end_of(std::size_t k) const { return t_[k].offset + t_[k].text.size(); }
   bool is(std::size_t k, const char* x) const { return t_[k].text == x; }
@@ -188,7 +208,7 @@ class Conditionals {
     std::string out;
     std::size_t pos = t_[a].offset;
     for (std::size_t q = a; q < b; ++q) {
-      if (!is(q, "?")) continue;
+      if (!is(q, "?") || !in_function_[q]) continue;
       std::size_t m = colon(q, b), e = m ? operand_end(m + 1, b) : 0;
       if (!m || !e || !takes(q + 1, m) || !takes(m + 1, e) || (literal(q + 1, m) && literal(m + 1, e))) continue;
       std::string first = text(q + 1, m), second = text(m + 1, e);

@@ -649,6 +649,32 @@ def test_float_vector_and_logical_forms():
     assert (r[:, 11] == -2).all()  # bits 2..3 of -8 (...11000) are 10: -2 signed
 
 
+def test_fp_encoding_traits_in_a_bfloat_converter():
+    # The bit-level bfloat conversion MLX keeps for Metal without bfloat,
+    # written with _fp_encoding_traits' masks: NaN stays a NaN, others round
+    # to nearest even.
+    lib = compile("""
+    constexpr METAL_FUNC uint16_t to_bfloat_bits(float x) {
+      if ((as_type<uint32_t>(x) & ~_fp_encoding_traits<float>::sign_mask) > _fp_encoding_traits<float>::inf_mask)
+        return 0x7FC0;
+      uint32_t bits = as_type<uint32_t>(x);
+      bits += ((bits >> 16) & 1) + 0x7FFF;
+      return bits >> 16;
+    }
+    kernel void bf(device const float* x, device ushort* o, uint i [[thread_position_in_grid]]) {
+      o[i] = to_bfloat_bits(x[i]);
+      if (i == 0) o[5] = _fp_encoding_traits<half>::exponent_mask + _fp_encoding_traits<bfloat>::mantissa_mask;
+    }""")
+    x = np.array([1.0, -2.5, np.nan, 1.00390625, 1.01171875], dtype=np.float32)  # the last two tie: to even
+    o = bronze.zeros(6, dtype=bronze.uint16)
+    lib.bf(x, o, threads=5)
+    bits = x.view(np.uint32).astype(np.uint64)
+    want = ((bits + ((bits >> 16) & 1) + 0x7FFF) >> 16).astype(np.uint16)
+    want[2] = 0x7FC0
+    assert o.numpy()[:5].tolist() == want.tolist()
+    assert o.numpy()[5] == 0x7C00 + 0x7F
+
+
 def test_llama_cpp_style_constructs():
     # Written as ggml-metal writes them: GNU range designators, __extension__
     # anonymous unions, a pragma whose count is a macro, an untyped buffer,
@@ -709,9 +735,14 @@ def test_conditional_operator_mixing_half_and_bfloat():
     # against an int or a float, where C++ finds the class types' two
     # conversions ambiguous (half under NVRTC, bfloat on both). The forms
     # around them keep their meaning: a pointer against 0, nested and void
-    # conditionals, an lvalue conditional, a comma inside template arguments.
+    # conditionals, an lvalue conditional, a comma inside template arguments,
+    # a class template's constants (MLX's steel loaders).
     lib = compile("""
     struct block_q { half d; half m; };
+    template <short BN, short tgp_size>
+    struct Loader {
+      static constant constexpr short vec_size = (BN == 8) ? 1 : (tgp_size / BN >= 8 ? 8 : 4);
+    };
     template <typename T0, typename S1>
     kernel void cond_mix(device const block_q* xb [[buffer(0)]], device const T0* x [[buffer(1)]],
                          device float* o [[buffer(2)]], constant int& n [[buffer(3)]],
@@ -735,7 +766,7 @@ def test_conditional_operator_mixing_half_and_bfloat():
       o[i * 7 + 3] = float(bi);
       o[i * 7 + 4] = float(w);
       o[i * 7 + 5] = s.x + s.y;
-      o[i * 7 + 6] = lo - hi;
+      o[i * 7 + 6] = lo - hi + Loader<8, 64>::vec_size * 100 + Loader<4, 64>::vec_size * 1000;
     }
     template [[host_name("cond_mix_half")]] kernel void cond_mix<half, half>(
         device const block_q*, device const half*, device float*, constant int&, uint);
@@ -752,7 +783,7 @@ def test_conditional_operator_mixing_half_and_bfloat():
     v = np.where(i < 5, values, 0)
     w = np.where(il == 1, values, np.where(il > 2, 1, np.where(il == 2, -1, 0)))
     want = np.stack([d, v, np.where(il == 0, values, 0.25 * il), np.where(il == 3, values, 2), w,
-                     np.where(il == 3, d + v, w + (i >> 1)), np.where(il % 2 == 1, -1, 1)], axis=1)
+                     np.where(il == 3, d + v, w + (i >> 1)), np.where(il % 2 == 1, -1, 1) + 100 + 8000], axis=1)
     for name, dtype in (("cond_mix_half", np.float16), ("cond_mix_float", np.float32)):
         o = bronze.zeros(count * 7)
         getattr(lib, name)(np.frombuffer(blocks.tobytes(), dtype=np.uint8), values.astype(dtype), o,

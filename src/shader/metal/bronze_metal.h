@@ -824,7 +824,18 @@ template <class T> inline vec<T, 3> cross(const vec<T, 3>& a, const vec<T, 3>& b
   return vec<T, 3>(a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x);
 }
 template <class T> inline T precise_divide(T a, T b) { return a / b; }
-template <class To, class From> inline To as_type(const From& f) {
+// A constant expression for scalars (libraries convert float to bfloat bits
+// in constexpr functions); vectors, whose assignment is their own, by copy.
+template <class To, class From> struct bronze_bit_castable {
+  static constexpr bool value = __is_trivially_copyable(To) && __is_trivially_copyable(From);
+};
+template <class To, class From>
+constexpr typename bronze_if_<bronze_bit_castable<To, From>::value, To>::type as_type(const From& f) {
+  static_assert(sizeof(To) == sizeof(From), "as_type needs types of one size");
+  return __builtin_bit_cast(To, f);
+}
+template <class To, class From>
+inline typename bronze_if_<!bronze_bit_castable<To, From>::value, To>::type as_type(const From& f) {
   static_assert(sizeof(To) == sizeof(From), "as_type needs types of one size");
   To t;
   BRONZE_MEMCPY(&t, &f, sizeof(To));
@@ -967,6 +978,22 @@ BRONZE_FLOAT_LIMITS(double, constexpr, 64, unsigned long long, 0x7feffffffffffff
 BRONZE_FLOAT_LIMITS(bfloat, constexpr, 16, unsigned short, 0x7f7fu, 0x0080u, 0x3c00u, 8)
 BRONZE_FLOAT_LIMITS(half, constexpr, 16, unsigned short, 0x7bffu, 0x0400u, 0x1400u, 11)
 #undef BRONZE_FLOAT_LIMITS
+// The bit fields of a floating type's encoding (Metal's internal
+// _fp_encoding_traits, which bfloat and fp8 converters in MLX and
+// kernels-community read).
+template <class T> struct _fp_encoding_traits;
+#define BRONZE_FP_ENCODING(T, WORD, BITS, MANTISSA)                                                 \
+  template <> struct _fp_encoding_traits<T> {                                                       \
+    typedef WORD encoding_type;                                                                     \
+    static constexpr encoding_type bit_width = BITS;                                                \
+    static constexpr encoding_type sign_mask = encoding_type(encoding_type(1) << (BITS - 1));       \
+    static constexpr encoding_type mantissa_mask = encoding_type((encoding_type(1) << MANTISSA) - 1); \
+    static constexpr encoding_type exponent_mask = encoding_type(~sign_mask & ~mantissa_mask);      \
+    static constexpr encoding_type inf_mask = exponent_mask;                                        \
+  };
+BRONZE_FP_ENCODING(float, uint, 32, 23) BRONZE_FP_ENCODING(half, ushort, 16, 10)
+BRONZE_FP_ENCODING(bfloat, ushort, 16, 7)
+#undef BRONZE_FP_ENCODING
 template <class T> inline bool isnormal(T x) { return isfinite(x) && abs(x) >= numeric_limits<T>::min(); }
 template <class T, int N> inline vec<bool, N> isnormal(vec<T, N> v) { vec<bool, N> r; for (int i = 0; i < N; ++i) r.s[i] = isnormal(v.s[i]); return r; }
 // fast:: and precise:: hold the math functions themselves (using-
