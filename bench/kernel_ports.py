@@ -6,7 +6,8 @@ device-to-device copy.
 
 The kernels are bronze's own, in the style of Hugging Face's activation
 kernels (silu_and_mul: float4 loads through reinterpret_cast, a uint2
-position, an early return, a helper on vectors), llama.cpp's rms_norm
+position, an early return, a helper on vectors; and the same work with
+coalesced float4 pairs, which the copy bandwidth is for), llama.cpp's rms_norm
 (simdgroup reductions, a threadgroup array across simdgroups), PyTorch's
 row softmax (a threadgroup tree with barriers) and MLX's sorts (a bitonic
 network in threadgroup memory).
@@ -28,6 +29,22 @@ kernel void silu_and_mul(device float* out [[buffer(0)]], device const float* in
   device float4* dst = reinterpret_cast<device float4*>(out + token * d + col);
   dst[0] = silu(gate[0]) * up[0];
   dst[1] = silu(gate[1]) * up[1];
+}
+
+// The same work as silu_and_mul, each thread's two float4 half a row apart:
+// a simdgroup's loads are 512 contiguous bytes, where silu_and_mul's
+// stride 32 bytes and use every other 16.
+kernel void silu_and_mul_wide(device float* out [[buffer(0)]], device const float* input [[buffer(1)]],
+                              constant uint& d [[buffer(2)]], uint2 gid [[thread_position_in_grid]]) {
+  const uint half_row = d / 8;
+  const uint i = gid.x;
+  if (i >= half_row) return;
+  const uint token = gid.y;
+  device const float4* gate = reinterpret_cast<device const float4*>(input + token * 2 * d);
+  device const float4* up = reinterpret_cast<device const float4*>(input + token * 2 * d + d);
+  device float4* dst = reinterpret_cast<device float4*>(out + token * d);
+  dst[i] = silu(gate[i]) * up[i];
+  dst[i + half_row] = silu(gate[i + half_row]) * up[i + half_row];
 }
 
 kernel void rms_norm(device const float* src [[buffer(0)]], device float* dst [[buffer(1)]],
@@ -129,6 +146,19 @@ extern "C" __global__ void silu_and_mul(float* out, const float* input, unsigned
   float4* dst = reinterpret_cast<float4*>(out + token * d + col);
   dst[0] = silu_mul(gate[0], up[0]);
   dst[1] = silu_mul(gate[1], up[1]);
+}
+
+extern "C" __global__ void silu_and_mul_wide(float* out, const float* input, unsigned d) {
+  const unsigned gx = blockIdx.x * blockDim.x + threadIdx.x, gy = blockIdx.y * blockDim.y + threadIdx.y;
+  const unsigned half_row = d / 8;
+  const unsigned i = gx;
+  if (i >= half_row) return;
+  const unsigned token = gy;
+  const float4* gate = reinterpret_cast<const float4*>(input + token * 2 * d);
+  const float4* up = reinterpret_cast<const float4*>(input + token * 2 * d + d);
+  float4* dst = reinterpret_cast<float4*>(out + token * d);
+  dst[i] = silu_mul(gate[i], up[i]);
+  dst[i + half_row] = silu_mul(gate[i + half_row], up[i + half_row]);
 }
 
 __device__ inline float warp_sum(float v) {
@@ -255,6 +285,12 @@ def run(row, best, bsync, copy_gbs, dev):
         assert torch.allclose(tview(outs[which]), ref, rtol=1e-5, atol=1e-5), f"silu_and_mul ({which}) is wrong"
     compare("silu_and_mul 4096x8192",
             {w: (lambda w=w: both[w].silu_and_mul(outs[w], x, d, threads=(d // 8, tokens), group_size=(d // 8, 1)))
+             for w in both}, 3 * 4 * tokens * d, check_silu, elementwise=True)
+    for o in outs.values():
+        o.zero_()  # the check sees this kernel's results, not the last one's
+    compare("silu_and_mul 4096x8192, float4 pairs half a row apart",
+            {w: (lambda w=w: both[w].silu_and_mul_wide(outs[w], x, d, threads=(d // 8, tokens),
+                                                       group_size=(d // 8, 1)))
              for w in both}, 3 * 4 * tokens * d, check_silu, elementwise=True)
     # The port launched by CuPy instead of bronze: what the kernel as
     # written reaches natively (its two float4 per input and thread, eight

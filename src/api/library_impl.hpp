@@ -29,6 +29,7 @@ struct LibraryImpl {
   std::string source;                // the preprocessed unit: self-contained
   std::vector<KernelInfo> kernels;
   std::vector<std::size_t> static_tg_bytes;
+  std::vector<std::size_t> carved_tg_bytes;  // CUDA: of those, in dynamic shared memory (ModuleKernel)
   std::vector<int> max_threads;      // per kernel: threads per threadgroup it can launch with
   std::vector<const void*> entries;  // the backend's function per kernel
   bool launch_record = true;         // entries take bronze's launch record (Metal); CUDA C++ kernels do not

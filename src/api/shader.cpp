@@ -147,18 +147,31 @@ void add_kernel(detail::LibraryImpl& lib, KernelInfo info, const runtime::Module
   lib.kernels.push_back(std::move(info));
   lib.entries.push_back(m.entry);
   lib.static_tg_bytes.push_back(m.static_shared_bytes);
+  lib.carved_tg_bytes.push_back(m.carved_shared_bytes);
   lib.max_threads.push_back(m.max_threads);
 }
 
 // A Metal unit built by `backend` (for sm_<arch> on CUDA), or the unit's
-// errors in the user's files.
+// errors in the user's files. A unit whose threadgroup arrays are over
+// CUDA's static shared memory is built again with them carved from dynamic
+// shared memory (`carve` says so, and builds its PTX the same way).
 runtime::ModuleObject build_module(const runtime::ShaderBackend& backend, const shader::TranslationUnit& tu,
-                                   const shader::ParsedSource& ps, bool validate, int arch = 0, bool ptx = false) {
-  runtime::ModuleSource src = shader::module_source(backend.target, tu, ps, validate);
-  src.gpu_arch = arch;
-  src.ptx = ptx;
-  runtime::ModuleObject o = backend.build(src);
+                                   const shader::ParsedSource& ps, bool validate, int arch = 0, bool ptx = false,
+                                   bool* carve = nullptr) {
+  bool carved = carve && *carve;
+  auto build = [&] {
+    runtime::ModuleSource src = shader::module_source(backend.target, tu, ps, validate, carved);
+    src.gpu_arch = arch;
+    src.ptx = ptx;
+    return backend.build(src);
+  };
+  runtime::ModuleObject o = build();
+  if (!o.ok && o.static_shared_overflow && !carved) {
+    carved = true;
+    o = build();
+  }
   if (!o.ok) shader::raise_build_error(o.diagnostics, ps, tu.files);
+  if (carve) *carve = carved;
   return o;
 }
 
@@ -170,7 +183,7 @@ std::shared_ptr<detail::LibraryImpl> load_unit(const Device& d, const std::strin
     mk[k].symbol = shader::entry_symbol(k);
     mk[k].table_symbol = shader::layout_symbol(k);
     mk[k].table_words = shader::layout_words(ps.kernels[k]);
-    if (d.type == DeviceType::CPU) mk[k].tgmem_symbol = shader::tgmem_symbol(k);  // GPUs tell it themselves
+    mk[k].tgmem_symbol = shader::tgmem_symbol(k);  // CUDA: only where arrays are carved (GPUs tell the rest)
   }
   runtime::device_impl(d).load_module(object, mk);
   auto lib = new_library(d, unit, jit::sha256_hex(unit));
@@ -407,12 +420,13 @@ std::vector<std::uint8_t> compile_library(const std::string& source, const Compi
   std::sort(archs.begin(), archs.end());
   archs.erase(std::unique(archs.begin(), archs.end()), archs.end());
   const runtime::ShaderBackend& cuda = runtime::shader_backend(DeviceType::CUDA);  // NVRTC, no GPU needed
+  bool carve = false;  // once one architecture needs it, every object carves (ptxas never sees the PTX)
   for (int arch : archs) {
-    std::vector<char> cubin = build_module(cuda, tu, ps, false, arch).image;
+    std::vector<char> cubin = build_module(cuda, tu, ps, false, arch, false, &carve).image;
     f.objects.emplace_back(cubin_target(arch), std::vector<std::uint8_t>(cubin.begin(), cubin.end()));
   }
   if (!archs.empty()) {  // PTX for the oldest: newer GPUs without a cubin here JIT it
-    std::vector<char> ptx = build_module(cuda, tu, ps, false, archs.front(), true).image;
+    std::vector<char> ptx = build_module(cuda, tu, ps, false, archs.front(), true, &carve).image;
     f.objects.emplace_back(ptx_target(archs.front()), std::vector<std::uint8_t>(ptx.begin(), ptx.end()));
   }
   return shader::encode_library(f);
@@ -603,6 +617,7 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
     group.z = std::min<std::uint32_t>(grid.z, max_threads / (group.x * group.y));
   }
   std::size_t tg_total = lib_->static_tg_bytes[index_];
+  l.carved_shared_bytes = lib_->carved_tg_bytes[index_];
   for (const auto& p : ki.params)
     if (p.kind == ParamKind::ThreadgroupBuffer) {
       if (static_cast<std::size_t>(p.index) >= opts.threadgroup_memory.size() || opts.threadgroup_memory[p.index] == 0)

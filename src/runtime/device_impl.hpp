@@ -64,6 +64,7 @@ struct KernelLaunch {
   std::uint32_t grid[3] = {1, 1, 1};
   std::uint32_t group[3] = {1, 1, 1};
   std::uint64_t threadgroup_bytes[8] = {};
+  std::size_t carved_shared_bytes = 0;  // CUDA: the kernel's arrays in dynamic shared memory, before the buffers
   std::vector<std::shared_ptr<void>> keepalive;  // buffers and the library
 };
 

@@ -56,6 +56,9 @@ struct ModuleObject {
   std::string path;
   std::vector<char> image;
   std::vector<std::string> lowered;  // one per name expression
+  // CUDA: not built because a function declares more static shared memory
+  // than CUDA allows (48 KiB); dynamic shared memory has no such limit.
+  bool static_shared_overflow = false;
 };
 
 // A kernel of a loaded module: the symbols asked for, what was found.
@@ -63,10 +66,13 @@ struct ModuleKernel {
   std::string symbol;        // in: the entry's (lowered) name
   std::string table_symbol;  // in, optional: an array of table_words uint64 (a kernel's layout table)
   std::size_t table_words = 0;
-  std::string tgmem_symbol;  // in, optional (CPU): a uint64, the kernel's static threadgroup bytes
+  // in, optional: a uint64, the kernel's threadgroup arrays' bytes. CPU:
+  // required; CUDA: present where they are carved from dynamic shared memory.
+  std::string tgmem_symbol;
   const void* entry = nullptr;  // out: the backend's function handle
   int max_threads = 0;          // out: threads per group it can launch with
-  std::size_t static_shared_bytes = 0;
+  std::size_t static_shared_bytes = 0;  // out: with the carved bytes
+  std::size_t carved_shared_bytes = 0;  // out (CUDA): dynamic shared memory before the threadgroup buffers
   std::vector<std::uint64_t> table;      // out: the table's words
   std::vector<std::size_t> param_sizes;  // out: each parameter's bytes, where the driver tells
 };

@@ -9,9 +9,9 @@
 namespace bronze::shader {
 
 runtime::ModuleSource module_source(runtime::ShaderTarget target, const TranslationUnit& unit,
-                                    const ParsedSource& ps, bool validate) {
+                                    const ParsedSource& ps, bool validate, bool carve_threadgroup) {
   runtime::ModuleSource m;
-  m.code = target == runtime::ShaderTarget::CudaCpp ? rewrite_for_cuda(unit.text, ps)
+  m.code = target == runtime::ShaderTarget::CudaCpp ? rewrite_for_cuda(unit.text, ps, carve_threadgroup)
                                                     : rewrite_for_cpu(unit.text, ps, validate);
   m.validate = validate;
   m.math_mode = ps.math_mode == "safe"      ? runtime::MathMode::Safe

@@ -440,6 +440,10 @@ class Parser {
           def.body_begin = i + 1;
           def.body_end = close;
           def.kernel = kernel;
+          if (kernel) {
+            auto vars = threadgroup_vars(def, bodies_++);
+            out_.threadgroup_vars.insert(out_.threadgroup_vars.end(), vars.begin(), vars.end());
+          }
           if (!tparams.empty()) {
             templates_.emplace(def.qualified, def);
             if (kernel) kernel_templates_[def.qualified] = def;
@@ -976,20 +980,36 @@ class Parser {
       }
     }
     std::vector<std::string> out;
-    for (std::size_t k = def.body_begin; k < def.body_end; ++k) {
-      if (t(k).text != "threadgroup") continue;
-      std::size_t e = k + 1;
-      while (e < def.body_end && t(e).text != ";" && t(e).text != "[" && t(e).text != "*" && t(e).text != "&" &&
-             t(e).text != "=" && t(e).text != "(")
-        ++e;
-      if (e >= def.body_end || t(e).text == "*" || t(e).text == "&" || t(e).text == "(" || e - k < 3) continue;
-      std::string expr = "sizeof(" + text(k + 1, e - 1, local) + ")";
-      while (t(e).text == "[") {
+    for (const ParsedSource::ThreadgroupVar& v : threadgroup_vars(def, 0)) {
+      std::string expr = "sizeof(" + text(v.first + 1, v.name, local) + ")";
+      for (std::size_t e = v.name + 1; t(e).text == "[";) {
         std::size_t close = match(e, "[", "]");
         expr += " * (" + text(e + 1, close, local) + ")";
         e = close + 1;
       }
       out.push_back(expr);
+    }
+    return out;
+  }
+
+  // The body's `threadgroup T name[N][M];` declarations, in order (one
+  // declarator each: pointers, references and `this` qualifiers are not
+  // storage; `threadgroup T a, b;` stays a static declaration).
+  std::vector<ParsedSource::ThreadgroupVar> threadgroup_vars(const KernelDef& def, std::size_t body) const {
+    std::vector<ParsedSource::ThreadgroupVar> out;
+    for (std::size_t k = def.body_begin; k < def.body_end; ++k) {
+      if (t(k).text != "threadgroup") continue;
+      std::size_t e = k + 1;
+      while (e < def.body_end && t(e).text != ";" && t(e).text != "[" && t(e).text != "*" && t(e).text != "&" &&
+             t(e).text != "=" && t(e).text != "(" && t(e).text != ",")
+        ++e;
+      if (e >= def.body_end || e - k < 3 || t(e - 1).kind != Token::Ident) continue;
+      const std::string& x = t(e).text;
+      if (x == "*" || x == "&" || x == "(" || x == ",") continue;
+      std::size_t end = e;
+      while (t(end).text == "[") end = match(end, "[", "]") + 1;
+      if (t(end).text != "=" && t(end).text != ";") continue;
+      out.push_back({k, e - 1, end, body});
     }
     return out;
   }
@@ -1020,6 +1040,7 @@ class Parser {
   }
 
   ParsedSource out_;
+  std::size_t bodies_ = 0;  // kernel definitions seen: ThreadgroupVar::body
   std::map<std::string, Node> graph_;
   // Every function template by qualified name; overloads (MLX's two
   // block_masked_gemm) are told apart by their template parameters.

@@ -66,6 +66,15 @@ struct ParsedSource {
   // `f() thread`), one function in bronze's single address space; the
   // `template <>` of explicit specializations in class scope.
   std::vector<std::pair<std::size_t, std::size_t>> dropped;
+  // Threadgroup arrays declared in kernel bodies (`threadgroup T name[N];`),
+  // in source order: tokens of `threadgroup`, the name, the `=` or `;` after
+  // the brackets, and which kernel definition holds it. CUDA may carve them
+  // from dynamic shared memory (rewrite.hpp), sized as ParsedKernel's
+  // threadgroup_sizes.
+  struct ThreadgroupVar {
+    std::size_t first, name, end, body;
+  };
+  std::vector<ThreadgroupVar> threadgroup_vars;
   std::string math_mode = "fast";  // the unit's kMathModePragma
 };
 

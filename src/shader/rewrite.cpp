@@ -252,9 +252,19 @@ std::string layout_initializer(const ParsedKernel& pk, std::size_t k) {
   return s + "0}";
 }
 
-std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderTarget target, bool validate) {
+std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderTarget target, bool validate,
+                         bool carve_threadgroup) {
   const auto& t = ps.tokens;
   std::vector<Edit> edits;
+  // Carved arrays: `threadgroup T x[N];` becomes `T (&x)[N] =
+  // bronze_rt::tg_carve<T[N], (earlier arrays of the kernel)...>();`.
+  auto carved = ps.threadgroup_vars.begin();
+  std::string carved_before;  // ", T[N], U[M]": the kernel's arrays so far
+  auto tokens_text = [&](std::size_t b, std::size_t e) {
+    std::string s;
+    for (; b < e; ++b) s += t[b].text + " ";
+    return s;
+  };
   if (validate) {  // signatures first: their edits cover the tokens inside
     for (const ParsedKernel& pk : ps.kernels)
       for (const ParsedParam& p : pk.params)
@@ -393,7 +403,19 @@ std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderT
         blank(tok);
         continue;
       }
-      edits.push_back({tok.offset, tok.text.size(), target == ShaderTarget::CudaCpp ? "__shared__" : "static thread_local"});
+      while (carved != ps.threadgroup_vars.end() && carved->first < i) ++carved;
+      if (carve_threadgroup && carved != ps.threadgroup_vars.end() && carved->first == i) {
+        const ParsedSource::ThreadgroupVar& v = *carved;
+        if (carved == ps.threadgroup_vars.begin() || (carved - 1)->body != v.body) carved_before.clear();
+        std::string array = tokens_text(i + 1, v.name) + tokens_text(v.name + 1, v.end);
+        blank(tok);
+        edits.push_back({t[v.name].offset, 0, "(&"});
+        edits.push_back({t[v.name].offset + t[v.name].text.size(), 0, ")"});
+        edits.push_back({t[v.end].offset, 0, "= bronze_rt::tg_carve<" + array + carved_before + ">() "});
+        carved_before += ", " + array;
+      } else {
+        edits.push_back({tok.offset, tok.text.size(), target == ShaderTarget::CudaCpp ? "__shared__" : "static thread_local"});
+      }
       // `threadgroup T x[N] = init;`: group storage takes no initializer, so
       // each thread stores the value where the declaration stands.
       std::size_t eq = find(i + 1, [](const std::string& s) { return s == "=" || s == ";"; });

@@ -24,7 +24,12 @@ using runtime::ShaderTarget;
 
 // The preprocessed unit, edited for `target`. validate (CPU only): buffer
 // pointer parameters become bounds-checked views (bronze_bounded<T>).
-std::string rewrite_body(const std::string& unit, const ParsedSource& parsed, ShaderTarget target, bool validate);
+// carve_threadgroup (CUDA only): kernels' threadgroup arrays are references
+// into dynamic shared memory, each kernel's from offset 0 in declaration
+// order (bronze_rt::tg_carve), for kernels over the 48 KiB of static shared
+// memory a CUDA function may declare.
+std::string rewrite_body(const std::string& unit, const ParsedSource& parsed, ShaderTarget target, bool validate,
+                         bool carve_threadgroup = false);
 
 // Kernel k's names in the generated code: its function's type (a typedef
 // at namespace scope), its entry, and its layout table: per binding the
@@ -33,7 +38,8 @@ inline std::string function_type(std::size_t k) { return "bronze_fn_" + std::to_
 inline std::string entry_symbol(std::size_t k) { return "bronze_entry_" + std::to_string(k); }
 inline std::string layout_symbol(std::size_t k) { return "bronze_layout_" + std::to_string(k); }
 inline std::size_t layout_words(const ParsedKernel& pk) { return 2 * pk.info.bound.size() + 1; }
-// CPU: the kernel's static threadgroup bytes (a uint64).
+// The kernel's threadgroup arrays' bytes (a uint64). CPU: always; CUDA:
+// where they are carved from dynamic shared memory, each rounded to 16.
 inline std::string tgmem_symbol(std::size_t k) { return "bronze_tgmem_" + std::to_string(k); }
 
 // "bronze_rt::param_t<bronze_fn_3, 2>": the C++ type of the kernel's i-th parameter.

@@ -4,8 +4,8 @@
 
 namespace bronze::shader {
 
-std::string rewrite_for_cuda(const std::string& unit, const ParsedSource& ps) {
-  std::string body = rewrite_body(unit, ps, ShaderTarget::CudaCpp, false);
+std::string rewrite_for_cuda(const std::string& unit, const ParsedSource& ps, bool carve_threadgroup) {
+  std::string body = rewrite_body(unit, ps, ShaderTarget::CudaCpp, false, carve_threadgroup);
   std::string out;
   for (std::size_t k = 0; k < ps.kernels.size(); ++k) {
     const ParsedKernel& pk = ps.kernels[k];
@@ -46,6 +46,11 @@ std::string rewrite_for_cuda(const std::string& unit, const ParsedSource& ps) {
            "  (" + pk.callee + ")(" + args + ");\n}\n";
     out += "extern \"C\" __device__ const unsigned long long " + layout_symbol(k) + "[] = " +
            layout_initializer(pk, k) + ";\n";
+    if (carve_threadgroup) {  // where threadgroup buffers begin in dynamic shared memory
+      std::string tg = "0";
+      for (const std::string& e : pk.threadgroup_sizes) tg += " + bronze_rt::tg_round(" + e + ")";
+      out += "extern \"C\" __device__ const unsigned long long " + tgmem_symbol(k) + " = " + tg + ";\n";
+    }
   }
   return generated_file(body, out, "");
 }

@@ -1,6 +1,6 @@
 // Metal -> CUDA C++ for NVRTC (shader/rewrite.hpp's edits; threadgroup
-// variables become __shared__), and an extern "C" __global__ entry per
-// kernel: the launch record, then one parameter per binding (buffers and
+// variables become __shared__, or references into dynamic shared memory),
+// and an extern "C" __global__ entry per kernel: the launch record, then one parameter per binding (buffers and
 // arrays as pointers, scalars by value), masking the threads a partial
 // threadgroup has past the grid's end.
 #pragma once
@@ -12,7 +12,8 @@
 namespace bronze::shader {
 
 // Symbols per kernel i: bronze_entry_<i>; bronze_layout_<i>, a __device__
-// array (rewrite.hpp).
-std::string rewrite_for_cuda(const std::string& unit, const ParsedSource& parsed);
+// array; with carve_threadgroup, bronze_tgmem_<i>: the bytes its carved
+// arrays take before its threadgroup buffers (rewrite.hpp).
+std::string rewrite_for_cuda(const std::string& unit, const ParsedSource& parsed, bool carve_threadgroup);
 
 }  // namespace bronze::shader

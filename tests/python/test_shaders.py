@@ -852,6 +852,48 @@ def test_dynamic_threadgroup_memory():
     assert x.numpy().tolist() == list(range(31, -1, -1)) + list(range(63, 31, -1))
 
 
+def test_threadgroup_arrays_over_48_kib():
+    # MLX's steel attention at head dim 256: its arrays are over the 48 KiB
+    # a CUDA function may declare statically, so CUDA carves them from
+    # dynamic shared memory, each after the last, the threadgroup buffer
+    # after them. Every thread reads what others wrote: an overlap shows.
+    lib = compile("""
+    template <typename T, int BQ, int BD>
+    kernel void attn_like(device const T* x [[buffer(0)]], device T* out [[buffer(1)]],
+                          threadgroup T* extra [[threadgroup(0)]], uint tid [[thread_index_in_threadgroup]],
+                          uint g [[threadgroup_position_in_grid]]) {
+      constexpr int padQ = 16 / sizeof(T);
+      constexpr int tgp_mem_s = (BQ / 2) * (BD + padQ);
+      threadgroup T Q_smem[BQ * (BD + padQ)];
+      threadgroup T KV_smem[tgp_mem_s];
+      threadgroup uint count;
+      constexpr int NQ = BQ * (BD + padQ);
+      if (tid == 0) count = 7;
+      for (int i = tid; i < NQ; i += 256) Q_smem[i] = x[i] + T(g);
+      for (int i = tid; i < tgp_mem_s; i += 256) KV_smem[i] = x[i] * T(2);
+      extra[tid] = T(tid);
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+      T s = T(count) + extra[255 - tid];
+      for (int i = tid; i < NQ; i += 256) s += Q_smem[NQ - 1 - i];
+      for (int i = tid; i < tgp_mem_s; i += 256) s += KV_smem[tgp_mem_s - 1 - i];
+      out[g * 256 + tid] = s;
+    }
+    template [[host_name("attn_like_float")]] [[kernel]] void attn_like<float, 32, 256>(
+        device const float*, device float*, threadgroup float*, uint, uint);
+    """)
+    nq, nkv = 32 * 260, 16 * 260
+    assert lib.attn_like_float.static_thread_group_memory_length >= (nq + nkv + 1) * 4 > 48 * 1024
+    x = np.random.default_rng(3).random(nq, dtype=np.float32)
+    out = bronze.zeros(3 * 256)
+    lib.attn_like_float(x, out, threads=3 * 256, group_size=256, threadgroup_memory=[256 * 4])
+    want = np.zeros((3, 256))
+    for g in range(3):
+        for t in range(256):
+            want[g, t] = 7 + (255 - t) + sum(x[nq - 1 - i] + g for i in range(t, nq, 256)) + \
+                sum(2 * x[nkv - 1 - i] for i in range(t, nkv, 256))
+    np.testing.assert_allclose(out.numpy().reshape(3, 256), want, rtol=1e-5)
+
+
 def test_argument_buffer_of_a_metal_array_of_pointers():
     # torch.mps's test_argument_buffers: a tuple of tensors binds to a struct
     # holding a metal::array of device pointers.

@@ -415,7 +415,7 @@ void CudaDevice::launch(runtime::StreamImpl& s, runtime::KernelLaunch&& l) {
     }
   std::uint8_t* stage = staged ? static_cast<std::uint8_t*>(runtime::CachingAllocator::block_ptr(staged)) : nullptr;
   bronze_gpu_launch rec{};
-  std::size_t dynamic_smem = 0;
+  std::size_t dynamic_smem = l.carved_shared_bytes;  // the kernel's own arrays first
   for (int k = 0; k < 8; ++k) {
     rec.tg_offset[k] = static_cast<std::uint32_t>(dynamic_smem);
     dynamic_smem += (l.threadgroup_bytes[k] + 15) & ~std::uint64_t(15);
@@ -484,6 +484,14 @@ void CudaDevice::load_module(const runtime::ModuleObject& object, std::vector<ru
       std::size_t offset = 0, size = 0;
       for (std::size_t i = 0; d->cuFuncGetParamInfo(f, i, &offset, &size) == CUDA_SUCCESS; ++i)
         k.param_sizes.push_back(size);
+    }
+    CUdeviceptr carved = 0;
+    std::size_t carved_size = 0;
+    if (!k.tgmem_symbol.empty() && d->cuModuleGetGlobal(&carved, &carved_size, m, k.tgmem_symbol.c_str()) == CUDA_SUCCESS) {
+      std::uint64_t bytes = 0;
+      check(d->cuMemcpyDtoH(&bytes, carved, sizeof bytes), "cuMemcpyDtoH");
+      k.carved_shared_bytes = static_cast<std::size_t>(bytes);
+      k.static_shared_bytes += k.carved_shared_bytes;
     }
     if (!k.table_symbol.empty()) {
       CUdeviceptr p = 0;

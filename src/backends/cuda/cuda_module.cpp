@@ -27,6 +27,7 @@ runtime::ModuleObject build_module(const runtime::ModuleSource& src) {
   o.diagnostics = std::move(r.log);
   o.image = std::move(r.image);
   o.lowered = std::move(r.lowered);
+  o.static_shared_overflow = !r.ok && o.diagnostics.find("too much shared data") != std::string::npos;  // ptxas's words
   return o;
 }
 

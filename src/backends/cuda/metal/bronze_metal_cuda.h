@@ -26,6 +26,14 @@ BRONZE_BIT_BUILTIN(__builtin_popcountll, unsigned long long, 64, __popcll(x), fo
 namespace bronze_rt {
 extern __shared__ __align__(16) unsigned char dynamic_smem[];
 inline void* tg_buffer(int index, const bronze_gpu_launch& L) { return dynamic_smem + L.tg_offset[index]; }
+// A kernel's threadgroup array A in dynamic shared memory, after the arrays
+// declared before it (rewrite.hpp's carve_threadgroup): each begins on 16
+// bytes, and the launch puts threadgroup buffers after the last.
+constexpr unsigned long long tg_round(unsigned long long bytes) { return (bytes + 15) & ~15ull; }
+template <class A, class... Before>
+inline A& tg_carve() {
+  return *reinterpret_cast<A*>(dynamic_smem + (0ull + ... + tg_round(sizeof(Before))));
+}
 
 struct ids {
   uint3 tpig, tpitg, tgpig, tptg, dtptg, tpg, tgpg;  // tptg: actual (partial) size, dtptg: dispatched
