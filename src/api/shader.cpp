@@ -6,13 +6,16 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <fstream>
 #include <iterator>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 
 #include "bronze/error.hpp"
 #include "bronze/shader.hpp"
+#include "jit/cpus.hpp"
 #include "jit/disk_cache.hpp"
 #include "jit/sha256.hpp"
 #include "runtime/capture.hpp"
@@ -151,33 +154,79 @@ void add_kernel(detail::LibraryImpl& lib, KernelInfo info, const runtime::Module
   lib.max_threads.push_back(m.max_threads);
 }
 
-// A Metal unit built by `backend` (for sm_<arch> on CUDA), or the unit's
-// errors in the user's files. A unit whose threadgroup arrays are over
-// CUDA's static shared memory is built again with them carved from dynamic
-// shared memory (`carve` says so, and builds its PTX the same way).
-runtime::ModuleObject build_module(const runtime::ShaderBackend& backend, const shader::TranslationUnit& tu,
-                                   const shader::ParsedSource& ps, bool validate, int arch = 0, bool ptx = false,
-                                   bool* carve = nullptr) {
+// A big unit builds in parts, in parallel: a compiler (a host compiler
+// process, an NVRTC program) uses one core, and its time goes to
+// instantiating kernels (MLX's libraries hold hundreds to thousands), while
+// each part compiles the unit's other code again. So a part has at least
+// kKernelsPerPart kernels, and there are at most as many parts as CPUs.
+constexpr std::size_t kKernelsPerPart = 64;
+
+std::size_t part_count(std::size_t kernels) {
+  return std::clamp<std::size_t>(kernels / kKernelsPerPart, 1, static_cast<std::size_t>(jit::available_cpus()));
+}
+
+// The kernels [first, last) of part p of n: loaders split a library's
+// objects the same way.
+std::pair<std::size_t, std::size_t> part_range(std::size_t p, std::size_t n, std::size_t kernels) {
+  return {p * kernels / n, (p + 1) * kernels / n};
+}
+
+// A Metal unit built by `backend` (for sm_<arch> on CUDA), one object per
+// part, or the unit's errors in the user's files. A unit whose threadgroup
+// arrays are over CUDA's static shared memory is built again with them
+// carved from dynamic shared memory (`carve` says so, and builds its PTX
+// the same way).
+std::vector<runtime::ModuleObject> build_module(const runtime::ShaderBackend& backend,
+                                                const shader::TranslationUnit& tu, const shader::ParsedSource& ps,
+                                                bool validate, int arch = 0, bool ptx = false, bool* carve = nullptr) {
+  const std::size_t n = part_count(ps.kernels.size());
   bool carved = carve && *carve;
-  auto build = [&] {
-    runtime::ModuleSource src = shader::module_source(backend.target, tu, ps, validate, carved);
+  auto build = [&](std::size_t p) {
+    shader::RewriteOptions options;
+    options.validate = validate;
+    options.carve_threadgroup = carved;
+    std::tie(options.first_kernel, options.last_kernel) = part_range(p, n, ps.kernels.size());
+    runtime::ModuleSource src = shader::module_source(backend.target, tu, ps, options);
     src.gpu_arch = arch;
     src.ptx = ptx;
     return backend.build(src);
   };
-  runtime::ModuleObject o = build();
-  if (!o.ok && o.static_shared_overflow && !carved) {
+  auto build_parts = [&] {
+    std::vector<runtime::ModuleObject> objects(n);
+    std::vector<std::exception_ptr> errors(n);
+    auto run = [&](std::size_t p) {
+      try {
+        objects[p] = build(p);
+      } catch (...) {
+        errors[p] = std::current_exception();
+      }
+    };
+    std::vector<std::thread> threads;
+    for (std::size_t p = 1; p < n; ++p) threads.emplace_back(run, p);
+    run(0);
+    for (auto& t : threads) t.join();
+    for (const auto& e : errors)
+      if (e) std::rethrow_exception(e);
+    return objects;
+  };
+  auto failed = [](const std::vector<runtime::ModuleObject>& objects) {
+    return std::find_if(objects.begin(), objects.end(), [](const auto& o) { return !o.ok; });
+  };
+  std::vector<runtime::ModuleObject> objects = build_parts();
+  auto f = failed(objects);
+  if (f != objects.end() && f->static_shared_overflow && !carved) {
     carved = true;
-    o = build();
+    objects = build_parts();
+    f = failed(objects);
   }
-  if (!o.ok) shader::raise_build_error(o.diagnostics, ps, tu.files);
+  if (f != objects.end()) shader::raise_build_error(f->diagnostics, ps, tu.files);
   if (carve) *carve = carved;
-  return o;
+  return objects;
 }
 
-// A built Metal unit, loaded on device d.
+// A built Metal unit, loaded on device d: objects are its parts (build_module).
 std::shared_ptr<detail::LibraryImpl> load_unit(const Device& d, const std::string& unit, const shader::ParsedSource& ps,
-                                               const runtime::ModuleObject& object) {
+                                               const std::vector<runtime::ModuleObject>& objects) {
   std::vector<runtime::ModuleKernel> mk(ps.kernels.size());
   for (std::size_t k = 0; k < mk.size(); ++k) {
     mk[k].symbol = shader::entry_symbol(k);
@@ -185,7 +234,13 @@ std::shared_ptr<detail::LibraryImpl> load_unit(const Device& d, const std::strin
     mk[k].table_words = shader::layout_words(ps.kernels[k]);
     mk[k].tgmem_symbol = shader::tgmem_symbol(k);  // CUDA: only where arrays are carved (GPUs tell the rest)
   }
-  runtime::device_impl(d).load_module(object, mk);
+  for (std::size_t p = 0; p < objects.size(); ++p) {
+    auto [first, last] = part_range(p, objects.size(), mk.size());
+    std::vector<runtime::ModuleKernel> part(std::make_move_iterator(mk.begin() + first),
+                                            std::make_move_iterator(mk.begin() + last));
+    runtime::device_impl(d).load_module(objects[p], part);
+    std::move(part.begin(), part.end(), mk.begin() + first);
+  }
   auto lib = new_library(d, unit, jit::sha256_hex(unit));
   for (std::size_t k = 0; k < mk.size(); ++k) {
     // The table ends with its one 0 where the reflected signature ends: an
@@ -220,24 +275,24 @@ runtime::ModuleObject image_object(const std::vector<std::uint8_t>& bytes) {
   return o;
 }
 
+// A .bronzelib's objects for `target`, its parts in order.
+std::vector<runtime::ModuleObject> target_objects(const shader::LibraryFile& f, const std::string& target) {
+  std::vector<runtime::ModuleObject> out;
+  for (const auto& [t, object] : f.objects)
+    if (t == target) out.push_back(image_object(object));
+  return out;
+}
+
 // A .bronzelib on a CUDA device: its cubin for the device, else PTX of an
 // architecture at or below it (the driver compiles it), else its unit.
 std::shared_ptr<detail::LibraryImpl> load_bronzelib_cuda(const Device& d, const shader::LibraryFile& f,
                                                          const shader::TranslationUnit& tu,
                                                          const shader::ParsedSource& ps) {
   int arch = runtime::device_impl(d).gpu_arch();
-  const std::vector<std::uint8_t>* best_ptx = nullptr;
-  int best_ptx_arch = 0;
-  for (const auto& [target, object] : f.objects) {
-    if (target == cubin_target(arch)) return load_unit(d, tu.text, ps, image_object(object));
-    for (int a = arch; a > best_ptx_arch; --a)
-      if (target == ptx_target(a)) {
-        best_ptx = &object;
-        best_ptx_arch = a;
-      }
-  }
-  if (best_ptx) return load_unit(d, tu.text, ps, image_object(*best_ptx));
-  return load_unit(d, tu.text, ps, build_module(runtime::shader_backend(d.type), tu, ps, false, arch));
+  std::vector<runtime::ModuleObject> objects = target_objects(f, cubin_target(arch));
+  for (int a = arch; a > 0 && objects.empty(); --a) objects = target_objects(f, ptx_target(a));
+  if (objects.empty()) objects = build_module(runtime::shader_backend(d.type), tu, ps, false, arch);
+  return load_unit(d, tu.text, ps, objects);
 }
 
 // CUDA C++ source: its __global__ kernels, compiled and loaded on `device`.
@@ -412,8 +467,12 @@ std::vector<std::uint8_t> compile_library(const std::string& source, const Compi
   shader::LibraryFile f;
   f.source = tu.text;  // preprocessed: loads without the includes
   f.filename = options.filename;
+  auto add = [&f](const std::string& target, const std::vector<char>& bytes) {
+    f.objects.emplace_back(target, std::vector<std::uint8_t>(bytes.begin(), bytes.end()));
+  };
   const runtime::ShaderBackend& cpu = runtime::shader_backend(DeviceType::CPU);
-  f.objects.emplace_back(shader::host_cpu_target(), read_binary(build_module(cpu, tu, ps, false).path));
+  for (const runtime::ModuleObject& o : build_module(cpu, tu, ps, false))
+    f.objects.emplace_back(shader::host_cpu_target(), read_binary(o.path));
   std::vector<int> archs = options.cuda_archs;
   if (options.device && options.device->type == DeviceType::CUDA)
     archs.push_back(runtime::device_impl(*options.device).gpu_arch());
@@ -421,14 +480,12 @@ std::vector<std::uint8_t> compile_library(const std::string& source, const Compi
   archs.erase(std::unique(archs.begin(), archs.end()), archs.end());
   const runtime::ShaderBackend& cuda = runtime::shader_backend(DeviceType::CUDA);  // NVRTC, no GPU needed
   bool carve = false;  // once one architecture needs it, every object carves (ptxas never sees the PTX)
-  for (int arch : archs) {
-    std::vector<char> cubin = build_module(cuda, tu, ps, false, arch, false, &carve).image;
-    f.objects.emplace_back(cubin_target(arch), std::vector<std::uint8_t>(cubin.begin(), cubin.end()));
-  }
-  if (!archs.empty()) {  // PTX for the oldest: newer GPUs without a cubin here JIT it
-    std::vector<char> ptx = build_module(cuda, tu, ps, false, archs.front(), true, &carve).image;
-    f.objects.emplace_back(ptx_target(archs.front()), std::vector<std::uint8_t>(ptx.begin(), ptx.end()));
-  }
+  for (int arch : archs)
+    for (const runtime::ModuleObject& o : build_module(cuda, tu, ps, false, arch, false, &carve))
+      add(cubin_target(arch), o.image);
+  if (!archs.empty())  // PTX for the oldest: newer GPUs without a cubin here JIT it
+    for (const runtime::ModuleObject& o : build_module(cuda, tu, ps, false, archs.front(), true, &carve))
+      add(ptx_target(archs.front()), o.image);
   return shader::encode_library(f);
 }
 
@@ -450,15 +507,15 @@ Library load_metallib(const std::vector<std::uint8_t>& bytes, std::optional<Devi
     return Library(load_unit(d, tu.text, ps, build_module(runtime::shader_backend(d.type), tu, ps, false,
                                                           runtime::device_impl(d).gpu_arch())));
   if (d.type == DeviceType::CUDA) return Library(load_bronzelib_cuda(d, f, tu, ps));
-  runtime::ModuleObject o;
+  std::vector<runtime::ModuleObject> objects;
   for (const auto& [target, object] : f.objects)
     if (target == shader::host_cpu_target()) {
-      o.ok = true;
-      o.path = cache_object(object, ".so");
+      objects.emplace_back().ok = true;
+      objects.back().path = cache_object(object, ".so");
     }
   // No object for this host: build one from the library's unit.
-  if (!o.ok) o = build_module(runtime::shader_backend(d.type), tu, ps, false);
-  return Library(load_unit(d, tu.text, ps, o));
+  if (objects.empty()) objects = build_module(runtime::shader_backend(d.type), tu, ps, false);
+  return Library(load_unit(d, tu.text, ps, objects));
 }
 
 Library load_metallib_file(const std::string& path, std::optional<Device> device, const std::string& signatures,

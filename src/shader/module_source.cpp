@@ -9,11 +9,11 @@
 namespace bronze::shader {
 
 runtime::ModuleSource module_source(runtime::ShaderTarget target, const TranslationUnit& unit,
-                                    const ParsedSource& ps, bool validate, bool carve_threadgroup) {
+                                    const ParsedSource& ps, const RewriteOptions& options) {
   runtime::ModuleSource m;
-  m.code = target == runtime::ShaderTarget::CudaCpp ? rewrite_for_cuda(unit.text, ps, carve_threadgroup)
-                                                    : rewrite_for_cpu(unit.text, ps, validate);
-  m.validate = validate;
+  m.code = target == runtime::ShaderTarget::CudaCpp ? rewrite_for_cuda(unit.text, ps, options)
+                                                    : rewrite_for_cpu(unit.text, ps, options);
+  m.validate = options.validate;
   m.math_mode = ps.math_mode == "safe"      ? runtime::MathMode::Safe
                 : ps.math_mode == "relaxed" ? runtime::MathMode::Relaxed
                                             : runtime::MathMode::Fast;

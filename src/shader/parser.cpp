@@ -677,6 +677,7 @@ class Parser {
       fn += ")";
       std::string callee = "static_cast<" + fn + ">(&::bronze_msl::" + def->qualified + ")";
       add_kernel(host.empty() ? def->name : host, callee, *def, {}, {});
+      note_instantiation(i, end);
       return end;
     }
     std::map<std::string, std::string> subst;
@@ -694,7 +695,13 @@ class Parser {
       if (t(a).kind == Token::Ident) arg_refs.insert(t(a).text);
     add_kernel(host.empty() ? def->name + "<" + text(args_open + 1, args_close) + ">" : host, callee, *def, subst,
                arg_refs);
+    note_instantiation(i, end);
     return end;
+  }
+
+  void note_instantiation(std::size_t first, std::size_t end) {
+    out_.kernels.back().instantiation_first = first;
+    out_.kernels.back().instantiation_last = end - 1;
   }
 
   // The tokens of [b, e) that plain C++ does not have: attributes, Metal's

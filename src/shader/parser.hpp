@@ -48,6 +48,10 @@ struct ParsedKernel {
   // C++ expressions for the bytes of each threadgroup array the kernel
   // declares ("sizeof(float) * (256)"), local constants substituted.
   std::vector<std::string> threadgroup_sizes;
+  // Tokens [first, last] of the explicit instantiation that names it
+  // (`template [[host_name("n")]] kernel void f<float>(...);`); empty
+  // (first > last) for a kernel that is a function, not a template's.
+  std::size_t instantiation_first = 1, instantiation_last = 0;
 };
 
 struct ParsedSource {

@@ -252,8 +252,9 @@ std::string layout_initializer(const ParsedKernel& pk, std::size_t k) {
   return s + "0}";
 }
 
-std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderTarget target, bool validate,
-                         bool carve_threadgroup) {
+std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderTarget target,
+                         const RewriteOptions& options) {
+  const bool validate = options.validate, carve_threadgroup = options.carve_threadgroup;
   const auto& t = ps.tokens;
   std::vector<Edit> edits;
   // Carved arrays: `threadgroup T x[N];` becomes `T (&x)[N] =
@@ -271,7 +272,11 @@ std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderT
         if (checked(p, true))
           edits.push_back({p.span_begin, p.span_end - p.span_begin, "bronze_bounded<" + p.def_type + "> " + p.info.name});
   }
-  for (const auto& [first, last] : ps.dropped) {  // before the token edits inside them
+  std::vector<std::pair<std::size_t, std::size_t>> dropped = ps.dropped;
+  for (std::size_t k = 0; k < ps.kernels.size(); ++k)  // another part's kernels
+    if (!options.has_entry(k) && ps.kernels[k].instantiation_first <= ps.kernels[k].instantiation_last)
+      dropped.emplace_back(ps.kernels[k].instantiation_first, ps.kernels[k].instantiation_last);
+  for (const auto& [first, last] : dropped) {  // before the token edits inside them
     std::size_t b = t[first].offset, e = t[last].offset + t[last].text.size();
     std::string spaces = src.substr(b, e - b);
     for (char& c : spaces)

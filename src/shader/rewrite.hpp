@@ -13,6 +13,8 @@
 // each binding's size and type as that compiler sees them.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "runtime/shader_module.hpp"
@@ -22,14 +24,26 @@ namespace bronze::shader {
 
 using runtime::ShaderTarget;
 
-// The preprocessed unit, edited for `target`. validate (CPU only): buffer
-// pointer parameters become bounds-checked views (bronze_bounded<T>).
-// carve_threadgroup (CUDA only): kernels' threadgroup arrays are references
-// into dynamic shared memory, each kernel's from offset 0 in declaration
-// order (bronze_rt::tg_carve), for kernels over the 48 KiB of static shared
-// memory a CUDA function may declare.
-std::string rewrite_body(const std::string& unit, const ParsedSource& parsed, ShaderTarget target, bool validate,
-                         bool carve_threadgroup = false);
+struct RewriteOptions {
+  // CPU only: buffer pointer parameters become bounds-checked views
+  // (bronze_bounded<T>), and an access out of range is recorded instead of made.
+  bool validate = false;
+  // CUDA only: kernels' threadgroup arrays are references into dynamic
+  // shared memory, each kernel's from offset 0 in declaration order
+  // (bronze_rt::tg_carve), for kernels over the 48 KiB of static shared
+  // memory a CUDA function may declare.
+  bool carve_threadgroup = false;
+  // The kernels [first_kernel, last_kernel) get entries: a big unit builds
+  // in parts, each part's module with its range of the kernels, the other
+  // kernels' explicit instantiations dropped (the compilers' time goes to
+  // instantiating kernels, so parts build in parallel).
+  std::size_t first_kernel = 0, last_kernel = SIZE_MAX;
+  bool has_entry(std::size_t k) const { return k >= first_kernel && k < last_kernel; }
+};
+
+// The preprocessed unit, edited for `target`.
+std::string rewrite_body(const std::string& unit, const ParsedSource& parsed, ShaderTarget target,
+                         const RewriteOptions& options);
 
 // Kernel k's names in the generated code: its function's type (a typedef
 // at namespace scope), its entry, and its layout table: per binding the

@@ -37,12 +37,14 @@ std::string arg_expr(std::size_t k, std::size_t i, const ParsedParam& p, bool va
 }
 }  // namespace
 
-std::string rewrite_for_cpu(const std::string& unit, const ParsedSource& ps, bool validate) {
-  std::string body = rewrite_body(unit, ps, ShaderTarget::HostCpp, validate);
+std::string rewrite_for_cpu(const std::string& unit, const ParsedSource& ps, const RewriteOptions& options) {
+  const bool validate = options.validate;
+  std::string body = rewrite_body(unit, ps, ShaderTarget::HostCpp, options);
   // Only the entries are exported (-fvisibility=hidden): kernel functions
   // that cannot be interposed are inlined into the loops and vectorized.
   std::string out;
   for (std::size_t k = 0; k < ps.kernels.size(); ++k) {
+    if (!options.has_entry(k)) continue;
     const ParsedKernel& pk = ps.kernels[k];
     std::string args;
     for (std::size_t i = 0; i < pk.params.size(); ++i)

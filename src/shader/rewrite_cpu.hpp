@@ -6,14 +6,13 @@
 
 #include <string>
 
-#include "shader/parser.hpp"
+#include "shader/rewrite.hpp"
 
 namespace bronze::shader {
 
-// Symbols per kernel i: bronze_entry_<i>, bronze_layout_<i> (rewrite.hpp),
-// bronze_tgmem_<i> (static threadgroup bytes). validate: buffer pointer
-// parameters become bounds-checked views (bronze_bounded<T>), and an access
-// out of range is recorded instead of made.
-std::string rewrite_for_cpu(const std::string& unit, const ParsedSource& parsed, bool validate = false);
+// Symbols per kernel i (of options' range): bronze_entry_<i>,
+// bronze_layout_<i> (rewrite.hpp), bronze_tgmem_<i> (static threadgroup
+// bytes).
+std::string rewrite_for_cpu(const std::string& unit, const ParsedSource& parsed, const RewriteOptions& options = {});
 
 }  // namespace bronze::shader

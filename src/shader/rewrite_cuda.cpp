@@ -4,10 +4,11 @@
 
 namespace bronze::shader {
 
-std::string rewrite_for_cuda(const std::string& unit, const ParsedSource& ps, bool carve_threadgroup) {
-  std::string body = rewrite_body(unit, ps, ShaderTarget::CudaCpp, false, carve_threadgroup);
+std::string rewrite_for_cuda(const std::string& unit, const ParsedSource& ps, const RewriteOptions& options) {
+  std::string body = rewrite_body(unit, ps, ShaderTarget::CudaCpp, options);
   std::string out;
   for (std::size_t k = 0; k < ps.kernels.size(); ++k) {
+    if (!options.has_entry(k)) continue;
     const ParsedKernel& pk = ps.kernels[k];
     // One entry parameter per binding, in binding order: buffers and arrays
     // as pointers (bronze_rt::slot_t), values by value in kernel parameter
@@ -46,7 +47,7 @@ std::string rewrite_for_cuda(const std::string& unit, const ParsedSource& ps, bo
            "  (" + pk.callee + ")(" + args + ");\n}\n";
     out += "extern \"C\" __device__ const unsigned long long " + layout_symbol(k) + "[] = " +
            layout_initializer(pk, k) + ";\n";
-    if (carve_threadgroup) {  // where threadgroup buffers begin in dynamic shared memory
+    if (options.carve_threadgroup) {  // where threadgroup buffers begin in dynamic shared memory
       std::string tg = "0";
       for (const std::string& e : pk.threadgroup_sizes) tg += " + bronze_rt::tg_round(" + e + ")";
       out += "extern \"C\" __device__ const unsigned long long " + tgmem_symbol(k) + " = " + tg + ";\n";

@@ -1,19 +1,20 @@
 // Metal -> CUDA C++ for NVRTC (shader/rewrite.hpp's edits; threadgroup
 // variables become __shared__, or references into dynamic shared memory),
-// and an extern "C" __global__ entry per kernel: the launch record, then one parameter per binding (buffers and
-// arrays as pointers, scalars by value), masking the threads a partial
-// threadgroup has past the grid's end.
+// and an extern "C" __global__ entry per kernel: the launch record, then
+// one parameter per binding (buffers and arrays as pointers, scalars by
+// value), masking the threads a partial threadgroup has past the grid's end.
 #pragma once
 
 #include <string>
 
-#include "shader/parser.hpp"
+#include "shader/rewrite.hpp"
 
 namespace bronze::shader {
 
-// Symbols per kernel i: bronze_entry_<i>; bronze_layout_<i>, a __device__
-// array; with carve_threadgroup, bronze_tgmem_<i>: the bytes its carved
-// arrays take before its threadgroup buffers (rewrite.hpp).
-std::string rewrite_for_cuda(const std::string& unit, const ParsedSource& parsed, bool carve_threadgroup);
+// Symbols per kernel i (of options' range): bronze_entry_<i>;
+// bronze_layout_<i>, a __device__ array; with carve_threadgroup,
+// bronze_tgmem_<i>: the bytes its carved arrays take before its threadgroup
+// buffers (rewrite.hpp).
+std::string rewrite_for_cuda(const std::string& unit, const ParsedSource& parsed, const RewriteOptions& options = {});
 
 }  // namespace bronze::shader

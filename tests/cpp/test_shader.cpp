@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 
@@ -107,6 +108,40 @@ TEST(Parser, TemplatesAndCooperation) {
   EXPECT_TRUE(ps.kernels[0].info.cooperative);  // through helper -> reduce -> simd_sum
   EXPECT_EQ(ps.kernels[1].info.params[0].type, "half");
   EXPECT_FALSE(ps.kernels[1].info.cooperative);
+}
+
+// A unit built in parts: a part's code has the entries of its kernels and
+// drops the other kernels' explicit instantiations, so its compiler
+// instantiates only its own.
+TEST(Rewrite, APartHasItsKernelsEntriesAndInstantiations) {
+  const std::string src = R"(
+    template <typename T>
+    kernel void a(device T* x, uint i [[thread_position_in_grid]]) { x[i] = x[i] + T(1); }
+    kernel void plain(device float* x, uint i [[thread_position_in_grid]]) { x[i] = 0; }
+    template [[host_name("a_f")]] kernel void a<float>(device float*, uint);
+    template [[host_name("a_i")]] kernel void a<int>(device int*, uint);
+  )";
+  auto ps = parse(src, "t.metal");
+  ASSERT_EQ(ps.kernels.size(), 3u);
+  bronze::shader::RewriteOptions second;
+  second.first_kernel = 1;
+  second.last_kernel = 2;
+  std::string all = bronze::shader::rewrite_for_cpu(src, ps), part = bronze::shader::rewrite_for_cpu(src, ps, second);
+  auto has = [](const std::string& s, const std::string& x) { return s.find(x) != std::string::npos; };
+  const std::string* names[] = {&ps.kernels[0].info.name, &ps.kernels[1].info.name, &ps.kernels[2].info.name};
+  ASSERT_EQ(*names[0], "plain");  // a function kernel comes where it is defined
+  for (int k = 0; k < 3; ++k) EXPECT_TRUE(has(all, "bronze_entry_" + std::to_string(k)));
+  EXPECT_FALSE(has(part, "bronze_entry_0"));
+  EXPECT_TRUE(has(part, "bronze_entry_1"));
+  EXPECT_FALSE(has(part, "bronze_entry_2"));
+  EXPECT_TRUE(has(all, "a<int>"));
+  EXPECT_TRUE(has(part, "a<float>"));
+  EXPECT_FALSE(has(part, "a<int>"));  // instantiated only in the part that has it
+  // Dropped text keeps its lines: the compiler's lines are the user's.
+  auto body_lines = [](const std::string& s) {
+    return std::count(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(s.find("bronze-entry")), '\n');
+  };
+  EXPECT_EQ(body_lines(all), body_lines(part));
 }
 
 TEST(Parser, RejectsWhatItCannotRun) {

@@ -126,7 +126,7 @@ template [[host_name("reduce_f16")]] kernel void reduce<half>(device const half*
   // The CUDA backend's build of the front end's CUDA C++ (NVRTC only).
   auto build = [](const bs::TranslationUnit& tu, bool ptx) {
     bs::ParsedSource ps = bs::parse(tu.text, "shader.metal");
-    bronze::runtime::ModuleSource m = bs::module_source(bronze::runtime::ShaderTarget::CudaCpp, tu, ps, false);
+    bronze::runtime::ModuleSource m = bs::module_source(bronze::runtime::ShaderTarget::CudaCpp, tu, ps);
     m.gpu_arch = 90;
     m.ptx = ptx;
     bronze::runtime::ModuleObject o = bronze::runtime::shader_backend(bronze::DeviceType::CUDA).build(m);

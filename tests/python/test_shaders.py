@@ -894,6 +894,31 @@ def test_threadgroup_arrays_over_48_kib():
     np.testing.assert_allclose(out.numpy().reshape(3, 256), want, rtol=1e-5)
 
 
+def test_a_library_of_many_kernels_builds_in_parts():
+    # MLX's libraries instantiate hundreds to thousands of kernels: bronze
+    # builds such a unit in parts, in parallel, each part a module with its
+    # range of the kernels. Every kernel runs, from the source and from a
+    # compiled library (which holds a part per object).
+    n = 160
+    src = HEADER + """
+    inline float twice(float x) { return 2.0f * x; }
+    template <int N>
+    kernel void add_n(device float* a [[buffer(0)]], uint i [[thread_position_in_grid]]) { a[i] = twice(a[i]) + N; }
+    kernel void negate(device float* a [[buffer(0)]], uint i [[thread_position_in_grid]]) { a[i] = -a[i]; }
+    """ + "".join(f'template [[host_name("add_{k}")]] kernel void add_n<{k}>(device float*, uint);\n' for k in range(n))
+    built = bronze.compile_shader(src)
+    loaded = bronze.load_metallib(bronze.compile_library(src, device=bronze.current_device()))
+    for lib in (built, loaded):
+        assert len(lib.kernel_names) == n + 1
+        for k in range(n):
+            a = bronze.ones(4)
+            getattr(lib, f"add_{k}")(a, threads=4)
+            assert a.numpy().tolist() == [2.0 + k] * 4, k
+        a = bronze.ones(4)
+        lib.negate(a, threads=4)
+        assert a.numpy().tolist() == [-1.0] * 4
+
+
 def test_argument_buffer_of_a_metal_array_of_pointers():
     # torch.mps's test_argument_buffers: a tuple of tensors binds to a struct
     # holding a metal::array of device pointers.

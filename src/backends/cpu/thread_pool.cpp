@@ -1,9 +1,8 @@
 #include "backends/cpu/thread_pool.hpp"
 
 #include "backends/cpu/spin.hpp"
+#include "jit/cpus.hpp"
 #include "runtime/fork_state.hpp"
-
-#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -23,15 +22,9 @@ struct ThreadPool::Job {
   std::exception_ptr error;
 };
 
-int available_cpus() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
-}
-
 ThreadPool& ThreadPool::instance() {
   static ThreadPool* pool = [] {
-    int n = available_cpus();
+    int n = jit::available_cpus();
     // At most 1024 (more only adds switching); a count the system cannot
     // start stops at the threads it could (below).
     if (const char* env = std::getenv("BRONZE_NUM_THREADS")) n = std::clamp(std::atoi(env), 1, 1024);

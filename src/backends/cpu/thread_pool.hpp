@@ -41,6 +41,4 @@ class ThreadPool {
   std::vector<std::thread> workers_;
 };
 
-int available_cpus();
-
 }  // namespace bronze::cpu

@@ -72,7 +72,7 @@ NvrtcResult nvrtc_compile(const NvrtcRequest& rq) {
   if (!n.version) throw NotSupportedError("CUDA kernels need NVRTC: " + n.status);
   std::vector<std::string> opts = {std::string(rq.ptx ? "--gpu-architecture=compute_" : "--gpu-architecture=sm_") +
                                        std::to_string(rq.arch),
-                                   "--std=c++17", "-default-device"};
+                                   "--std=c++17", "-default-device", "--split-compile=0"};
   opts.insert(opts.end(), rq.options.begin(), rq.options.end());
   // The key covers everything the output depends on: compiler, options,
   // every header's text, the source and its name (it appears in #line).
