@@ -991,6 +991,7 @@ def test_argument_buffer_of_numpy_row_views_zero_copy():
     """)
     m = np.ones((4, 5), dtype=np.float32)
     lib.scale_rows(list(m), threads=(5, 4))
+    bronze.synchronize()  # the kernel writes NumPy's memory in place, asynchronously
     np.testing.assert_array_equal(m, np.arange(1, 5, dtype=np.float32)[:, None] * np.ones(5))
 
 
