@@ -453,7 +453,7 @@ std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderT
 }
 
 std::string generated_file(const std::string& body, const std::string& entries, const std::string& preamble) {
-  return "#include \"bronze_metal.h\"\n" + preamble + "namespace bronze_msl {\n" + body +
+  return preamble + "#include \"bronze_metal.h\"\n" + "namespace bronze_msl {\n" + body +
          "\n#line 1 \"bronze-entry\"\n" + entries + "}  // namespace bronze_msl\n";
 }
 

@@ -72,8 +72,9 @@ inline bool checked(const ParsedParam& p, bool validate) {
   return validate && p.info.kind == ParamKind::Buffer && p.pointer;
 }
 
-// The generated file: the emulation header, then the edited unit and the
-// entries, both inside namespace bronze_msl.
+// The generated file: the preamble (macros the headers read), the emulation
+// header, then the edited unit and the entries, both inside namespace
+// bronze_msl.
 std::string generated_file(const std::string& body, const std::string& entries, const std::string& preamble);
 
 }  // namespace bronze::shader

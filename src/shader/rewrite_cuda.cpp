@@ -1,8 +1,17 @@
 #include "shader/rewrite_cuda.hpp"
 
+#include "shader/lexer.hpp"
 #include "shader/rewrite.hpp"
 
 namespace bronze::shader {
+
+namespace {
+bool mentions(const std::string& unit, const std::string& name) {
+  for (const Token& t : lex(unit))
+    if (t.kind == Token::Ident && t.text == name) return true;
+  return false;
+}
+}  // namespace
 
 std::string rewrite_for_cuda(const std::string& unit, const ParsedSource& ps, const RewriteOptions& options) {
   std::string body = rewrite_body(unit, ps, ShaderTarget::CudaCpp, options);
@@ -53,7 +62,9 @@ std::string rewrite_for_cuda(const std::string& unit, const ParsedSource& ps, co
       out += "extern \"C\" __device__ const unsigned long long " + tgmem_symbol(k) + " = " + tg + ";\n";
     }
   }
-  return generated_file(body, out, "");
+  // simdgroup_matrix is held in tensor-core fragments unless the unit reads
+  // Apple's per-lane layout (bronze_metal.h).
+  return generated_file(body, out, mentions(unit, "thread_elements") ? "#define BRONZE_SGM_THREAD_ELEMENTS\n" : "");
 }
 
 }  // namespace bronze::shader

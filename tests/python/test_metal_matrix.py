@@ -96,6 +96,55 @@ def test_thread_elements_written_then_multiplied():
     np.testing.assert_allclose(out.numpy(), np.concatenate([2 * a, 4 * a]), rtol=1e-6)
 
 
+@pytest.mark.parametrize("element", ["half", "float"])
+@pytest.mark.parametrize("reads_lanes", [True, False])
+def test_operands_reused_in_every_role(element, reads_lanes):
+    # On CUDA a unit holds its matrices in NVIDIA's mma fragments, or in
+    # Apple's layout where it reads thread_elements(); half operands
+    # multiply on tensor cores, float ones by shuffles, so each pairing runs
+    # here: a right operand later on the left and the reverse, one matrix as
+    # destination and operand, a transposed load, a diagonal matrix on the
+    # left, a transposed store. Small integers keep every result exact.
+    read = """
+      seen[lane * 2 + 0] = ma.thread_elements()[0];
+      seen[lane * 2 + 1] = ma.thread_elements()[1];
+      seen[64 + lane * 2 + 0] = p.thread_elements()[0];
+      seen[64 + lane * 2 + 1] = p.thread_elements()[1];""" if reads_lanes else ""
+    lib = compile(f"""
+    typedef {element} T;
+    kernel void roles(device const T* a, device const T* b, device T* out, device float* seen,
+                      ushort lane [[thread_index_in_simdgroup]]) {{
+      simdgroup_matrix<T, 8, 8> ma, mb, at, p, q;
+      simdgroup_load(ma, a);
+      simdgroup_load(mb, b);
+      simdgroup_load(at, a, 8, ulong2(0), true);
+      simdgroup_multiply(p, ma, mb);
+      simdgroup_multiply(q, mb, ma);
+      simdgroup_multiply(q, q, at);
+      simdgroup_multiply_accumulate(q, simdgroup_matrix<T, 8, 8>(T(0.5)), q, p);
+      simdgroup_store(q, out);
+      simdgroup_store(p, out + 64, 8, ulong2(0), true);{read}
+    }}""")
+    dtype = np.float16 if element == "half" else np.float32
+    rng = np.random.default_rng(5)
+    a = rng.integers(-2, 3, (8, 8)).astype(dtype)
+    b = rng.integers(-2, 3, (8, 8)).astype(dtype)
+    out = bronze.empty(128, dtype=bronze.float16 if element == "half" else bronze.float32)
+    seen = bronze.empty(128)
+    lib.roles(a.ravel(), b.ravel(), out, seen, threads=32, group_size=32)
+    A, B = a.astype(np.float64), b.astype(np.float64)
+    P = A @ B
+    got = out.numpy().astype(np.float64).reshape(2, 8, 8)
+    np.testing.assert_array_equal(got[0], 0.5 * (B @ A @ A.T) + P)
+    np.testing.assert_array_equal(got[1], P.T)
+    if reads_lanes:
+        lanes = seen.numpy().reshape(2, 32, 2)
+        for lane in range(32):
+            r, c = apple_lane_coords(lane)
+            assert list(lanes[0, lane]) == [A[r, c], A[r, c + 1]], lane
+            assert list(lanes[1, lane]) == [P[r, c], P[r, c + 1]], lane
+
+
 GEMM = """
 // C (M x N, float) = A (M x K) * B (K x N), A and B rounded to T. A group of
 // four simdgroups computes a 32 x 32 block of C, each simdgroup a 16 x 16

@@ -1355,6 +1355,29 @@ namespace bronze_rt {
 constexpr uint sgm_row(uint l) { return (l >> 2 & 4u) | (l >> 1 & 3u); }
 constexpr uint sgm_col(uint l) { return (l >> 1 & 4u) | (l << 1 & 2u); }
 constexpr uint sgm_lane(uint row, uint col) { return (row & 4u) << 2 | (col & 4u) << 1 | (row & 3u) << 1 | (col >> 1 & 1u); }
+// A backend may hold matrices in another layout (its sgm_home), the one its
+// multiply takes, so that loads, stores and chains of multiplies move
+// nothing between lanes. rows: lane 4g + t holds row g, columns 2t and
+// 2t + 1 (NVIDIA's mma A and accumulator fragment); cols: row 2t + j,
+// column g (its B fragment). The layout is fixed per unit, never tracked at
+// run time: a layout tag in each matrix stops the compiler unrolling loops
+// over arrays of matrices, which then live in local memory. A unit that
+// reads thread_elements() gets apple (the front end defines
+// BRONZE_SGM_THREAD_ELEMENTS).
+enum class sgm_layout : uint { apple, rows, cols };
+struct sgm_rc { uint r, c; };
+// (row, column) of lane l's element j.
+constexpr sgm_rc sgm_coord(sgm_layout L, uint l, uint j) {
+  return L == sgm_layout::rows   ? sgm_rc{l >> 2, (l & 3u) * 2 + j}
+         : L == sgm_layout::cols ? sgm_rc{(l & 3u) * 2 + j, l >> 2}
+                                 : sgm_rc{sgm_row(l), sgm_col(l) + j};
+}
+// The lane holding element (r, c), and which of its two it is.
+constexpr sgm_rc sgm_holder(sgm_layout L, uint r, uint c) {
+  return L == sgm_layout::rows   ? sgm_rc{r * 4 + c / 2, c & 1u}
+         : L == sgm_layout::cols ? sgm_rc{c * 4 + r / 2, r & 1u}
+                                 : sgm_rc{sgm_lane(r, c), c & 1u};
+}
 }  // namespace bronze_rt
 
 // Barriers, simdgroup functions and atomic operations, per compiler.
@@ -1602,19 +1625,22 @@ inline simdgroup_event simdgroup_async_copy(D dst, ulong dst_elements_per_row, u
 }  // namespace metal
 
 // ------------------------------------------------------- simdgroup_matrix
-// Each lane holds its two elements (Apple's layout, above); loads, stores and
-// fills touch only the lane's own, multiplies exchange elements across the
-// simdgroup (bronze_rt::sgm_mma, per backend). Every lane of the simdgroup
-// takes part, as Metal requires.
+// Each lane holds two elements (layouts above); loads, stores and fills
+// touch only the lane's own, multiplies exchange elements across the
+// simdgroup (bronze_rt::sgm_mma and sgm_move, per backend, with sgm_native
+// naming the layouts its multiply takes). Every lane of the simdgroup takes
+// part, as Metal requires.
 namespace metal {
 template <class T, int Cols, int Rows>
 struct simdgroup_matrix {
   static_assert(Cols == 8 && Rows == 8, "simdgroup_matrix is 8 x 8 (as on Apple's GPUs)");
-  vec<T, 2> e_;
+  vec<T, 2> e_;  // in bronze_rt::sgm_home
   simdgroup_matrix() = default;
   explicit simdgroup_matrix(T diagonal) {  // Metal: a diagonal matrix
-    const uint l = bronze_rt::simd_lane(), r = bronze_rt::sgm_row(l), c = bronze_rt::sgm_col(l);
-    e_ = vec<T, 2>(r == c ? diagonal : T(0), r == c + 1 ? diagonal : T(0));
+    for (uint j = 0; j < 2; ++j) {
+      const bronze_rt::sgm_rc rc = bronze_rt::sgm_coord(bronze_rt::sgm_home, bronze_rt::simd_lane(), j);
+      e_[j] = rc.r == rc.c ? diagonal : T(0);
+    }
   }
   vec<T, 2>& thread_elements() { return e_; }
   const vec<T, 2>& thread_elements() const { return e_; }
@@ -1630,16 +1656,26 @@ inline simdgroup_matrix<T, Cols, Rows> make_filled_simdgroup_matrix(const T valu
 }
 }  // namespace metal
 namespace bronze_rt {
-// Where this lane's element j lies in memory: element (row r, column c) is at
-// (origin.y + r) * elements_per_row + origin.x + c; transposed, at
+// Where this lane's element j lies in memory: element (row r, column c) is
+// at (origin.y + r) * elements_per_row + origin.x + c; transposed, at
 // (origin.y + c) * elements_per_row + origin.x + r.
 inline ulong sgm_offset(uint j, ulong elements_per_row, ulong2 origin, bool transpose) {
-  const uint l = simd_lane(), r = sgm_row(l), c = sgm_col(l) + j;
-  return transpose ? (origin.y + c) * elements_per_row + origin.x + r : (origin.y + r) * elements_per_row + origin.x + c;
+  const sgm_rc rc = sgm_coord(sgm_home, simd_lane(), j);
+  return transpose ? (origin.y + rc.c) * elements_per_row + origin.x + rc.r
+                   : (origin.y + rc.r) * elements_per_row + origin.x + rc.c;
+}
+// d = a * b + c, each operand moved from sgm_home into the layout the
+// backend's multiply takes it in and the result back.
+template <class TD, class TA, class TB, class TC>
+inline vec<TD, 2> sgm_multiply(vec<TA, 2> a, vec<TB, 2> b, vec<TC, 2> c BRONZE_SITE) {
+  typedef sgm_native<TA, TB> L;
+  return sgm_move<L::c, sgm_home>(sgm_mma<TD>(sgm_move<sgm_home, L::a>(a), sgm_move<sgm_home, L::b>(b),
+                                               sgm_move<sgm_home, L::c>(c) BRONZE_AT));
 }
 }  // namespace bronze_rt
 namespace metal {
-// P is a pointer (or a checked buffer under validate=True) in any address space.
+// P is a pointer (or a checked buffer under validate=True) in any address
+// space.
 template <class T, int Cols, int Rows, class P>
 inline void simdgroup_load(simdgroup_matrix<T, Cols, Rows>& d, P src, ulong elements_per_row = Cols,
                            ulong2 matrix_origin = ulong2(0), bool transpose_matrix = false) {
@@ -1656,12 +1692,12 @@ inline void simdgroup_store(const simdgroup_matrix<T, Cols, Rows>& a, P dst, ulo
 template <class TD, class TA, class TB, class TC>
 inline void simdgroup_multiply_accumulate(simdgroup_matrix<TD, 8, 8>& d, const simdgroup_matrix<TA, 8, 8>& a,
                                           const simdgroup_matrix<TB, 8, 8>& b, const simdgroup_matrix<TC, 8, 8>& c BRONZE_SITE) {
-  d.e_ = bronze_rt::sgm_mma<TD>(a.e_, b.e_, c.e_ BRONZE_AT);
+  d.e_ = bronze_rt::sgm_multiply<TD>(a.e_, b.e_, c.e_ BRONZE_AT);
 }
 template <class TD, class TA, class TB>
 inline void simdgroup_multiply(simdgroup_matrix<TD, 8, 8>& d, const simdgroup_matrix<TA, 8, 8>& a,
                                const simdgroup_matrix<TB, 8, 8>& b BRONZE_SITE) {
-  d.e_ = bronze_rt::sgm_mma<TD>(a.e_, b.e_, vec<TD, 2>(TD(0)) BRONZE_AT);
+  d.e_ = bronze_rt::sgm_multiply<TD>(a.e_, b.e_, vec<TD, 2>(TD(0)) BRONZE_AT);
 }
 template <class T>
 inline simdgroup_matrix<T, 8, 8> operator*(const simdgroup_matrix<T, 8, 8>& a, const simdgroup_matrix<T, 8, 8>& b) {

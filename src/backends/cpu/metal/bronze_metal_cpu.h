@@ -438,8 +438,17 @@ inline const T* exchange(T x, uint32_t* active, uint* lane, site at) {
 template <class T> inline const T& slot(const T* base, uint l) { return *(const T*)((const unsigned char*)base + l * kSlot); }
 
 inline uint simd_lane() { return cur_group ? cur_group->id[cur_group->cur].tiisg : 0u; }
-// simdgroup_matrix d = a * b + c from the lanes' element pairs (layout:
-// bronze_metal.h), summed in float in the order k = 0..7.
+// simdgroup_matrix keeps Apple's layout here (bronze_metal.h).
+constexpr sgm_layout sgm_home = sgm_layout::apple;
+template <class TA, class TB> struct sgm_native {
+  static constexpr sgm_layout a = sgm_home, b = sgm_home, c = sgm_home;
+};
+template <sgm_layout From, sgm_layout To, class T> inline vec<T, 2> sgm_move(vec<T, 2> e) {
+  static_assert(From == To, "one layout on the CPU");
+  return e;
+}
+// simdgroup_matrix d = a * b + c from the lanes' element pairs (Apple's
+// layout), summed in float in the order k = 0..7.
 template <class TA, class TB> struct sgm_pair { vec<TA, 2> a; vec<TB, 2> b; };
 template <class TD, class TA, class TB, class TC>
 inline vec<TD, 2> sgm_mma(vec<TA, 2> a, vec<TB, 2> b, vec<TC, 2> c, site at) {

@@ -144,53 +144,73 @@ template <class T> constexpr bool is_word_int = same<T, int>::value || same<T, u
 
 inline uint simd_lane() { return lane(); }
 
-// simdgroup_matrix d = a * b + c (layout: bronze_metal.h). half and bfloat
-// operands on sm_80 and newer: one tensor-core mma.m16n8k8 (rows 8-15 of its
-// A zero), the operands moved into NVIDIA's fragment layout and the result
-// back by 7 shuffles. Other types: each lane gathers its row of a and its
-// columns of b by shuffles and sums in float in the order k = 0..7.
+// simdgroup_matrix (layouts: bronze_metal.h) is held in rows, or in apple
+// where the unit reads thread_elements(). half and bfloat operands on sm_80
+// and newer multiply on tensor cores, one mma.m16n8k8 (rows 8-15 of its A
+// zero) in NVIDIA's fragments: a and c in rows, b in cols. Other types stay
+// in sgm_home: each lane gathers its row of a and its columns of b by
+// shuffles and sums in float in the order k = 0..7.
+#ifdef BRONZE_SGM_THREAD_ELEMENTS
+constexpr sgm_layout sgm_home = sgm_layout::apple;
+#else
+constexpr sgm_layout sgm_home = sgm_layout::rows;
+#endif
+template <class TA, class TB> struct sgm_native {
+#if __CUDA_ARCH__ >= 800
+  static constexpr bool tensor_cores = (same<TA, half>::value && same<TB, half>::value) ||
+                                       (same<TA, bfloat>::value && same<TB, bfloat>::value);
+#else
+  static constexpr bool tensor_cores = false;
+#endif
+  static constexpr sgm_layout a = tensor_cores ? sgm_layout::rows : sgm_home, c = a;
+  static constexpr sgm_layout b = tensor_cores ? sgm_layout::cols : sgm_home;
+};
+// e from layout From into To: a shuffle per element, one for both where the
+// two layouts keep the same column pairs (apple and rows).
+template <sgm_layout From, sgm_layout To, class T> inline vec<T, 2> sgm_move(vec<T, 2> e) {
+  if constexpr (From == To) {
+    return e;
+  } else {
+    const uint me = lane();
+    const sgm_rc first = sgm_coord(To, me, 0), at = sgm_holder(From, first.r, first.c);
+    const vec<T, 2> v = shfl(0xffffffffu, e, (int)at.r);
+    if constexpr (To != sgm_layout::cols && From != sgm_layout::cols) return v;
+    const sgm_rc second = sgm_coord(To, me, 1), at2 = sgm_holder(From, second.r, second.c);
+    const vec<T, 2> w = shfl(0xffffffffu, e, (int)at2.r);
+    return vec<T, 2>(at.c ? v[1] : v[0], at2.c ? w[1] : w[0]);  // selects: an index by lane goes through memory
+  }
+}
 template <class T> inline unsigned sgm_word(vec<T, 2> v) {
   unsigned w = 0;
   BRONZE_MEMCPY(&w, &v, sizeof(v));
   return w;
 }
+// d = a * b + c, the operands in sgm_native's layouts.
 template <class TD, class TA, class TB, class TC>
 inline vec<TD, 2> sgm_mma(vec<TA, 2> a, vec<TB, 2> b, vec<TC, 2> c) {
-  constexpr unsigned full = 0xffffffffu;
-  const uint me = lane();
-#if __CUDA_ARCH__ >= 800
-  constexpr bool f16 = same<TA, half>::value && same<TB, half>::value;
-  constexpr bool bf16 = same<TA, bfloat>::value && same<TB, bfloat>::value;
-  if constexpr (f16 || bf16) {
-    const uint g = me >> 2, t = me & 3u;  // NVIDIA's fragment: row g, columns 2t and 2t + 1
-    const uint src = sgm_lane(g, 2 * t);  // holds a[g][2t..] and c[g][2t..]
-    const unsigned a0 = __shfl_sync(full, sgm_word(a), src);
-    const unsigned b_lo = __shfl_sync(full, sgm_word(b), sgm_lane(2 * t, g & 6u));  // b[2t][g & ~1 ..]
-    const unsigned b_hi = __shfl_sync(full, sgm_word(b), sgm_lane(2 * t + 1, g & 6u));
-    const unsigned sh = (g & 1u) * 16;
-    const unsigned b0 = (b_lo >> sh & 0xffffu) | (b_hi >> sh & 0xffffu) << 16;
-    float c0 = __shfl_sync(full, float(c[0]), src), c1 = __shfl_sync(full, float(c[1]), src), d2 = 0, d3 = 0;
-    if constexpr (f16)
+  if constexpr (sgm_native<TA, TB>::tensor_cores) {
+    float c0 = float(c[0]), c1 = float(c[1]), d2 = 0, d3 = 0;
+    if constexpr (same<TA, half>::value)
       asm("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};"
-          : "+f"(c0), "+f"(c1), "+f"(d2), "+f"(d3) : "r"(a0), "r"(0u), "r"(b0));
+          : "+f"(c0), "+f"(c1), "+f"(d2), "+f"(d3) : "r"(sgm_word(a)), "r"(0u), "r"(sgm_word(b)));
     else
       asm("mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};"
-          : "+f"(c0), "+f"(c1), "+f"(d2), "+f"(d3) : "r"(a0), "r"(0u), "r"(b0));
-    const uint from = sgm_row(me) << 2 | sgm_col(me) >> 1;  // the NVIDIA lane holding this lane's pair
-    return vec<TD, 2>(TD(__shfl_sync(full, c0, from)), TD(__shfl_sync(full, c1, from)));
-  }
-#endif
-  const uint r = sgm_row(me), c0 = sgm_col(me);
-  float acc[2] = {float(c[0]), float(c[1])};
-  for (uint kp = 0; kp < 8; kp += 2) {
-    const vec<TA, 2> ak = shfl(full, a, (int)sgm_lane(r, kp));
-    for (uint h = 0; h < 2; ++h) {
-      const vec<TB, 2> bk = shfl(full, b, (int)sgm_lane(kp + h, c0));
-      acc[0] += float(ak[h]) * float(bk[0]);
-      acc[1] += float(ak[h]) * float(bk[1]);
+          : "+f"(c0), "+f"(c1), "+f"(d2), "+f"(d3) : "r"(sgm_word(a)), "r"(0u), "r"(sgm_word(b)));
+    return vec<TD, 2>(TD(c0), TD(c1));
+  } else {
+    constexpr unsigned full = 0xffffffffu;
+    const sgm_rc me = sgm_coord(sgm_home, lane(), 0);  // this lane: row me.r, columns me.c and me.c + 1
+    float acc[2] = {float(c[0]), float(c[1])};
+    for (uint kp = 0; kp < 8; kp += 2) {
+      const vec<TA, 2> ak = shfl(full, a, (int)sgm_holder(sgm_home, me.r, kp).r);  // a[r][kp], a[r][kp + 1]
+      for (uint h = 0; h < 2; ++h) {
+        const vec<TB, 2> bk = shfl(full, b, (int)sgm_holder(sgm_home, kp + h, me.c).r);  // b[kp + h][c], [c + 1]
+        acc[0] += float(ak[h]) * float(bk[0]);
+        acc[1] += float(ak[h]) * float(bk[1]);
+      }
     }
+    return vec<TD, 2>(TD(acc[0]), TD(acc[1]));
   }
-  return vec<TD, 2>(TD(acc[0]), TD(acc[1]));
 }
 }  // namespace bronze_rt
 
