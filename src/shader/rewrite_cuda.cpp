@@ -1,13 +1,13 @@
 #include "shader/rewrite_cuda.hpp"
 
-#include "shader/lexer.hpp"
 #include "shader/rewrite.hpp"
 
 namespace bronze::shader {
 
 namespace {
-bool mentions(const std::string& unit, const std::string& name) {
-  for (const Token& t : lex(unit))
+// From the parse's tokens (the unit is lexed once).
+bool mentions(const ParsedSource& ps, const std::string& name) {
+  for (const Token& t : ps.tokens)
     if (t.kind == Token::Ident && t.text == name) return true;
   return false;
 }
@@ -64,7 +64,7 @@ std::string rewrite_for_cuda(const std::string& unit, const ParsedSource& ps, co
   }
   // simdgroup_matrix is held in tensor-core fragments unless the unit reads
   // Apple's per-lane layout (bronze_metal.h).
-  return generated_file(body, out, mentions(unit, "thread_elements") ? "#define BRONZE_SGM_THREAD_ELEMENTS\n" : "");
+  return generated_file(body, out, mentions(ps, "thread_elements") ? "#define BRONZE_SGM_THREAD_ELEMENTS\n" : "");
 }
 
 }  // namespace bronze::shader
