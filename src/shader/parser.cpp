@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -212,14 +213,18 @@ class Parser {
     return out;
   }
 
+  // Tokens [b, e) as text. `rooted`: for the generated code, a name at
+  // global scope (`::c10::metal::array`) is spelled in the unit's global
+  // namespace, bronze_msl.
   std::string text(std::size_t b, std::size_t e, const std::map<std::string, std::string>& subst = {},
-                   const std::set<std::size_t>& skip = {}) const {
+                   const std::set<std::size_t>& skip = {}, bool rooted = false) const {
     std::string s;
     for (std::size_t k = b; k < e; ++k) {
       if (skip.count(k) || t(k).kind == Token::Preproc) continue;
       std::string x = t(k).text;
       auto it = subst.find(x);
       if (it != subst.end() && t(k).kind == Token::Ident) x = it->second;
+      if (rooted && x == "::" && t(k + 1).kind == Token::Ident && global_qualifier(out_.tokens, k)) x = "::bronze_msl::";
       // The lexer splits `==`, `<=`, `&&` into single characters: keep them whole.
       const bool one_operator = k > b && t(k).kind == Token::Punct && t(k - 1).kind == Token::Punct &&
                                 t(k - 1).offset + t(k - 1).text.size() == t(k).offset && x == t(k).text;
@@ -660,23 +665,47 @@ class Parser {
     // (`kernel void ::c10::metal::f<T>`: void is the return type, not a scope.)
     while (q >= 2 && t(q - 1).text == "::" && t(q - 2).kind == Token::Ident && !is_builtin_type(t(q - 2).text)) q -= 2;
     std::string written = text(q, name_at + 1);
-    std::vector<std::string> args;
+    std::vector<std::string> args, rooted_args;
     if (args_open)
-      for (auto [b, e] : split_commas(args_open + 1, args_close)) args.push_back(text(b, e));
+      for (auto [b, e] : split_commas(args_open + 1, args_close)) {
+        args.push_back(text(b, e));
+        rooted_args.push_back(text(b, e, {}, {}, true));
+      }
+    // Whether a template's parameters, its template parameters given this
+    // instantiation's arguments, are the types the instantiation lists.
+    auto same_signature = [&](const KernelDef& d) {
+      auto mine = split_commas(params_open + 1, params_close), theirs = split_commas(d.params_begin, d.params_end);
+      if (!params_open || mine.size() != theirs.size()) return false;
+      std::map<std::string, std::string> subst;
+      for (std::size_t a = 0; a < d.tparams.size() && a < args.size(); ++a)
+        if (!d.tparams[a].name.empty()) subst[d.tparams[a].name] = args[a];
+      auto squeezed = [](std::string x) {
+        x.erase(std::remove(x.begin(), x.end(), ' '), x.end());
+        return x;
+      };
+      for (std::size_t r = 0; r < mine.size(); ++r)
+        if (squeezed(plain_type(mine[r].first, mine[r].second)) !=
+            squeezed(plain_type(theirs[r].first, theirs[r].second, subst)))
+          return false;
+      return true;
+    };
+    bool overloaded = false;
     const KernelDef* def = find_template(written, ns, args_open ? &args : nullptr,
-                                         params_open ? split_commas(params_open + 1, params_close).size() : 0);
+                                         params_open ? split_commas(params_open + 1, params_close).size() : 0,
+                                         &overloaded, same_signature);
     if (!def || (!def->kernel && !kernel)) return end;
-    if (!args_open) {
-      // Template arguments deduced from the instantiation's parameter types:
-      // the compiler picks the specialization from the function type.
-      if (!params_open) return end;
-      std::string fn = text(i + 1, name_at, {}, plain_skip(i + 1, name_at)) + "(*)(";
+    // The function's type as the instantiation spells it: the compiler picks
+    // the specialization (deduced arguments) or the overload from it.
+    auto pointer_to = [&](const std::string& function) {
+      std::string fn = text(i + 1, name_at, {}, plain_skip(i + 1, name_at), true) + "(*)(";
       auto ranges = split_commas(params_open + 1, params_close);
       for (std::size_t r = 0; r < ranges.size(); ++r)
         fn += (r ? ", " : "") + plain_type(ranges[r].first, ranges[r].second);
-      fn += ")";
-      std::string callee = "static_cast<" + fn + ">(&::bronze_msl::" + def->qualified + ")";
-      add_kernel(host.empty() ? def->name : host, callee, *def, {}, {});
+      return "static_cast<" + fn + ")>(&" + function + ")";
+    };
+    if (!args_open) {
+      if (!params_open) return end;
+      add_kernel(host.empty() ? def->name : host, pointer_to("::bronze_msl::" + def->qualified), *def, {}, {});
       note_instantiation(i, end);
       return end;
     }
@@ -687,9 +716,10 @@ class Parser {
       if (a < args.size()) subst[p.name] = args[a];
       else if (!p.default_text.empty()) subst[p.name] = substitute(p.default_text, subst);
     }
-    std::string callee = "&::bronze_msl::" + def->qualified + "<";
-    for (std::size_t a = 0; a < args.size(); ++a) callee += (a ? ", " : "") + args[a];
+    std::string callee = "::bronze_msl::" + def->qualified + "<";
+    for (std::size_t a = 0; a < rooted_args.size(); ++a) callee += (a ? ", " : "") + rooted_args[a];
     callee += ">";
+    callee = overloaded && params_open ? pointer_to(callee) : "&" + callee;
     std::set<std::string> arg_refs;
     for (std::size_t a = args_open; a < args_close; ++a)
       if (t(a).kind == Token::Ident) arg_refs.insert(t(a).text);
@@ -746,7 +776,7 @@ class Parser {
 
   // A parameter's type as plain C++ ("const MLXConvParams<2>*"): address
   // spaces and attributes dropped (`constant` is const), the name dropped.
-  std::string plain_type(std::size_t b, std::size_t e) const {
+  std::string plain_type(std::size_t b, std::size_t e, const std::map<std::string, std::string>& subst = {}) const {
     std::set<std::size_t> skip = plain_skip(b, e);
     bool is_const = false, constant = false;
     for (std::size_t k = b; k < e; ++k) {
@@ -758,7 +788,7 @@ class Parser {
       if (t(k).text == "=") {
         for (; k < e; ++k) skip.insert(k);
       }
-    return (constant && !is_const ? "const " : "") + text(b, e, {}, skip);
+    return (constant && !is_const ? "const " : "") + text(b, e, subst, skip, true);
   }
 
   // Substitutes template parameters in a default argument's text.
@@ -792,23 +822,34 @@ class Parser {
   // The template `name` names from namespace ns, for explicit template
   // arguments `args` (none: deduced, from `nparams` function parameters);
   // among overloads the one they fit, else the last defined.
+  // The template an instantiation names: by its template arguments where it
+  // has them, and by its parameter count where it lists parameters (function
+  // templates overloaded on their parameters, as PyTorch's fused_sgd).
+  // *overloaded: whether more than one template has that name.
+  // Among several that fit, the first for which `same_signature` holds.
   const KernelDef* find_template(std::string name, const std::string& ns, const std::vector<std::string>* args,
-                                 std::size_t nparams) const {
+                                 std::size_t nparams, bool* overloaded,
+                                 const std::function<bool(const KernelDef&)>& same_signature) const {
     if (name.rfind("::", 0) == 0) name = name.substr(2);
     for (std::string scope = ns;;) {
       auto [first, last] = templates_.equal_range(scope.empty() ? name : scope + "::" + name);
-      const KernelDef *fit = nullptr, *latest = nullptr;  // equal keys keep their insertion order
-      for (auto it = first; it != last; ++it) {
+      std::vector<const KernelDef*> fits;
+      const KernelDef* latest = nullptr;  // equal keys keep their insertion order
+      std::size_t count = 0;
+      for (auto it = first; it != last; ++it, ++count) {
         const KernelDef& d = it->second;
         std::size_t required = 0;
         for (const TemplateParam& p : d.tparams) required += p.default_text.empty();
-        bool fits = args ? required <= args->size() && args->size() <= d.tparams.size()
-                         : split_commas(d.params_begin, d.params_end).size() == nparams;
-        for (std::size_t a = 0; fits && args && a < args->size(); ++a) fits = arg_fits(d.tparams[a], (*args)[a]);
-        if (fits && !fit) fit = &d;
+        bool fit = !args || (required <= args->size() && args->size() <= d.tparams.size());
+        if (fit && (!args || nparams)) fit = split_commas(d.params_begin, d.params_end).size() == nparams;
+        for (std::size_t a = 0; fit && args && a < args->size(); ++a) fit = arg_fits(d.tparams[a], (*args)[a]);
+        if (fit) fits.push_back(&d);
         latest = &d;
       }
-      if (latest) return fit ? fit : latest;
+      *overloaded = count > 1;
+      for (const KernelDef* d : fits)
+        if (fits.size() == 1 || same_signature(*d)) return d;
+      if (latest) return fits.empty() ? latest : fits.front();
       if (scope.empty()) return nullptr;
       std::size_t cut = scope.rfind("::");
       scope = cut == std::string::npos ? "" : scope.substr(0, cut);
@@ -972,26 +1013,26 @@ class Parser {
     };
     for (std::size_t k = def.body_begin; k + 2 < def.body_end; ++k) {  // in source order: later ones use earlier
       if (t(k).text == "using" && t(k + 1).kind == Token::Ident && t(k + 2).text == "=") {
-        local[t(k + 1).text] = text(k + 3, statement_end(k), local);
+        local[t(k + 1).text] = text(k + 3, statement_end(k), local, {}, true);
       } else if (t(k).text == "typedef") {
         std::size_t end = statement_end(k);
-        if (end - k >= 3 && t(end - 1).kind == Token::Ident) local[t(end - 1).text] = text(k + 1, end - 1, local);
+        if (end - k >= 3 && t(end - 1).kind == Token::Ident) local[t(end - 1).text] = text(k + 1, end - 1, local, {}, true);
       } else if ((t(k).text == "constexpr" || t(k).text == "const") && t(k - 1).text != "if") {
         // Each declarator with an initializer: `constexpr int BM = 32, BN = BM / 2;`
         // (an `=` alone: `==` and `<=` are two tokens here).
         for (auto [b, e] : split_commas(k + 1, statement_end(k))) {
           std::size_t eq = b;
           while (eq < e && !(t(eq).text == "=" && t(eq + 1).text != "=")) ++eq;
-          if (eq < e && eq > b && t(eq - 1).kind == Token::Ident) local[t(eq - 1).text] = "(" + text(eq + 1, e, local) + ")";
+          if (eq < e && eq > b && t(eq - 1).kind == Token::Ident) local[t(eq - 1).text] = "(" + text(eq + 1, e, local, {}, true) + ")";
         }
       }
     }
     std::vector<std::string> out;
     for (const ParsedSource::ThreadgroupVar& v : threadgroup_vars(def, 0)) {
-      std::string expr = "sizeof(" + text(v.first + 1, v.name, local) + ")";
+      std::string expr = "sizeof(" + text(v.first + 1, v.name, local, {}, true) + ")";
       for (std::size_t e = v.name + 1; t(e).text == "[";) {
         std::size_t close = match(e, "[", "]");
-        expr += " * (" + text(e + 1, close, local) + ")";
+        expr += " * (" + text(e + 1, close, local, {}, true) + ")";
         e = close + 1;
       }
       out.push_back(expr);
@@ -1065,6 +1106,39 @@ class Parser {
 };
 
 }  // namespace
+
+// Declaration specifiers that may stand next to an address space.
+bool is_specifier(const std::string& x) {
+  return x == "static" || x == "constexpr" || x == "const" || x == "inline" || x == "extern" || x == "volatile" ||
+         x == "thread_local";
+}
+
+// Whether the `>` at k closes a template header (`template <class T>`).
+bool closes_template_header(const std::vector<Token>& t, std::size_t k) {
+  for (int angle = 0, depth = 0; k > 0; --k) {
+    const std::string& x = t[k].text;
+    depth += x == ")" || x == "]" ? 1 : x == "(" || x == "[" ? -1 : 0;
+    if (depth < 0 || x == ";" || x == "{" || x == "}") return false;
+    if (depth == 0) angle += x == ">" ? 1 : x == "<" ? -1 : 0;
+    if (angle == 0) return t[k - 1].text == "template";
+  }
+  return false;
+}
+
+// Whether the `::` at i starts a name at global scope (`::c10::x`,
+// `typename ::metal::y`, `template <class T> ::metal::enable_if_t<...> f()`)
+// rather than continuing one (`a::b`, `T<int>::c`).
+bool global_qualifier(const std::vector<Token>& t, std::size_t i) {
+  static const std::set<std::string> words = {
+      "typename", "return", "void", "using", "case", "else", "do", "throw", "new", "sizeof", "bool", "char",
+      "short", "int", "long", "float", "double", "unsigned", "signed", "auto", "template", "struct", "class",
+      "enum", "friend", "device", "constant", "thread", "threadgroup", "kernel", "METAL_FUNC"};
+  if (i == 0) return true;
+  const Token& prev = t[i - 1];
+  if (prev.kind == Token::Ident) return is_specifier(prev.text) || words.count(prev.text) > 0;
+  if (prev.text == ">") return closes_template_header(t, i - 1);
+  return prev.text != ")" && prev.text != "]";
+}
 
 const char* attribute_field(const std::string& attribute) {
   for (const Attr& a : kAttributes)

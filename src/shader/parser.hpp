@@ -96,6 +96,14 @@ const std::string& math_mode_name(const std::string& mode);
 // and when the unit declares kernels but yields none.
 ParsedSource parse(const std::string& unit, const std::string& main_file);
 
+// Declaration specifiers that may stand next to an address space.
+bool is_specifier(const std::string& x);
+// Whether the `>` at k closes a template header (`template <class T>`).
+bool closes_template_header(const std::vector<Token>& t, std::size_t k);
+// Whether the `::` at i starts a name at global scope (`::c10::x`) rather
+// than continuing one (`a::b`): the unit's global namespace is bronze_msl.
+bool global_qualifier(const std::vector<Token>& t, std::size_t i);
+
 // Attribute name -> the field of bronze_rt::ids holding it, or nullptr.
 const char* attribute_field(const std::string& attribute);
 

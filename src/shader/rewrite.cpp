@@ -57,39 +57,6 @@ std::string designated_fills(const std::string& src, const std::vector<Token>& t
   return out;
 }
 
-// Declaration specifiers that may stand next to an address space.
-bool is_specifier(const std::string& x) {
-  return x == "static" || x == "constexpr" || x == "const" || x == "inline" || x == "extern" || x == "volatile" ||
-         x == "thread_local";
-}
-
-// Whether the `>` at k closes a template header (`template <class T>`).
-bool closes_template_header(const std::vector<Token>& t, std::size_t k) {
-  for (int angle = 0, depth = 0; k > 0; --k) {
-    const std::string& x = t[k].text;
-    depth += x == ")" || x == "]" ? 1 : x == "(" || x == "[" ? -1 : 0;
-    if (depth < 0 || x == ";" || x == "{" || x == "}") return false;
-    if (depth == 0) angle += x == ">" ? 1 : x == "<" ? -1 : 0;
-    if (angle == 0) return t[k - 1].text == "template";
-  }
-  return false;
-}
-
-// Whether the `::` at i starts a name at global scope (`::c10::x`,
-// `typename ::metal::y`, `template <class T> ::metal::enable_if_t<...> f()`)
-// rather than continuing one (`a::b`, `T<int>::c`).
-bool global_qualifier(const std::vector<Token>& t, std::size_t i) {
-  static const std::set<std::string> words = {
-      "typename", "return", "void", "using", "case", "else", "do", "throw", "new", "sizeof", "bool", "char",
-      "short", "int", "long", "float", "double", "unsigned", "signed", "auto", "template", "struct", "class",
-      "enum", "friend", "device", "constant", "thread", "threadgroup", "kernel", "METAL_FUNC"};
-  if (i == 0) return true;
-  const Token& prev = t[i - 1];
-  if (prev.kind == Token::Ident) return is_specifier(prev.text) || words.count(prev.text) > 0;
-  if (prev.text == ">") return closes_template_header(t, i - 1);
-  return prev.text != ")" && prev.text != "]";
-}
-
 // Conditional operators whose operands may mix a class-type half or bfloat
 // with another arithmetic type (bronze_metal.h, bronze_rt::cond): each
 // operand goes through cond<decltype((other))>. Runs over the edited body,

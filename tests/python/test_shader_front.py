@@ -442,6 +442,91 @@ template [[host_name("k_float")]] kernel void k<float>(device const float*, devi
         np.testing.assert_array_equal(o.to("cpu").numpy().reshape(n, 8), expected, err_msg=name)
 
 
+def test_library_simdgroup_templates_beside_metals_and_qualified_atomics():
+    # PyTorch's c10/metal/reduction_utils.h declares simd_sum<T> and friends
+    # (and a float2 overload) that kernels call unqualified under `using
+    # namespace metal; using namespace c10::metal;`: Metal's per-type
+    # functions win for scalars, the library's float2 overload for float2.
+    # Its atomic.h calls ::metal::atomic_*_explicit.
+    lib = bronze.compile_shader("""
+#include <metal_stdlib>
+namespace lib {
+template <typename T>
+inline ::metal::enable_if_t<!::metal::is_same_v<T, long>, T> simd_sum(T v) { return T(::metal::simd_sum(v) + 1000); }
+inline float2 simd_sum(float2 v) { return float2(::metal::simd_sum(v.x), -::metal::simd_sum(v.y)); }
+template <typename T> inline T simd_max(T v) { return T(::metal::simd_max(v) + 1000); }
+}
+using namespace metal;
+using namespace lib;
+kernel void reduce(device const float* x [[buffer(0)]], device float* o [[buffer(1)]],
+                   device ::metal::atomic<int>* count [[buffer(2)]], uint i [[thread_position_in_grid]],
+                   uint lane [[thread_index_in_simdgroup]]) {
+  const float v = x[i];
+  const float s = simd_sum(v);
+  const float2 s2 = simd_sum(float2(v, 2 * v));
+  const bfloat m = simd_max(bfloat(v));
+  const half h = simd_broadcast(half(v), ushort(3));
+  const int n = simd_sum(int(1));
+  if (lane == 0) {
+    device float* r = o + i / 32 * 5;
+    r[0] = s; r[1] = s2.y; r[2] = m; r[3] = h; r[4] = n;
+  }
+  ::metal::atomic_fetch_add_explicit(count, 2, ::metal::memory_order_relaxed);
+  if (::metal::atomic_load_explicit(count, metal::memory_order_relaxed) < 0) o[0] = -1;
+}
+""")
+    x = np.arange(64, dtype=np.float32)
+    o, count = bronze.zeros(10), bronze.zeros(1, dtype=bronze.int32)
+    lib.reduce(x, o, count)
+    rows = x.reshape(2, 32)
+    want = np.stack([rows.sum(1), -2 * rows.sum(1), rows.max(1), rows[:, 3], [32, 32]], axis=1)
+    np.testing.assert_array_equal(o.to("cpu").numpy().reshape(2, 5), want)
+    assert count.to("cpu").numpy().tolist() == [128]
+
+
+def test_kernel_templates_overloaded_on_their_parameters():
+    # PyTorch's FusedOptimizerOps: two kernel templates of one name and the
+    # same template parameters, told apart by their parameter lists, each
+    # instantiated with its list; types named from the global namespace in
+    # the signature and in a threadgroup array (c10's Gemv.h).
+    lib = bronze.compile_shader("""
+namespace lib {
+typedef float scale_t;
+template <typename T> using acc_t = float;
+}
+template <typename T>
+kernel void step(device T* p [[buffer(0)]], constant ::lib::scale_t& lr [[buffer(1)]],
+                 uint i [[thread_position_in_grid]], uint l [[thread_position_in_threadgroup]]) {
+  threadgroup ::lib::acc_t<T> s[4];
+  s[l % 4] = lr;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  p[i] = T(p[i] - s[l % 4]);
+}
+template <typename T>
+kernel void step(device T* p [[buffer(0)]], device T* m [[buffer(1)]], constant ::lib::scale_t& lr [[buffer(2)]],
+                 uint i [[thread_position_in_grid]]) {
+  m[i] = T(m[i] * 0.5f + p[i]);
+  p[i] = T(p[i] - lr * m[i]);
+}
+#define REGISTER(T)                                                                                      \
+  template [[host_name("step_" #T)]] kernel void step<T>(device T * p [[buffer(0)]],                     \
+      constant ::lib::scale_t & lr [[buffer(1)]], uint i [[thread_position_in_grid]],                    \
+      uint l [[thread_position_in_threadgroup]]);                                                        \
+  template [[host_name("step_momentum_" #T)]] kernel void step<T>(device T * p [[buffer(0)]],            \
+      device T * m [[buffer(1)]], constant ::lib::scale_t & lr [[buffer(2)]], uint i [[thread_position_in_grid]]);
+REGISTER(float)
+REGISTER(half)
+""")
+    assert sorted(lib.kernel_names) == ["step_float", "step_half", "step_momentum_float", "step_momentum_half"]
+    for t, np_t in ((bronze.float32, np.float32), (bronze.float16, np.float16)):
+        name = "float" if t == bronze.float32 else "half"
+        p, m = bronze.full((8,), 4.0, dtype=t), bronze.full((8,), 2.0, dtype=t)
+        getattr(lib, "step_" + name)(p, 0.5, group_size=4)
+        getattr(lib, "step_momentum_" + name)(p, m, 2.0)
+        assert m.to("cpu").numpy().tolist() == [4.5] * 8  # 2 * 0.5 + 3.5
+        assert p.to("cpu").numpy().astype(np_t).tolist() == [3.5 - 2 * 4.5] * 8
+
+
 def test_explicit_specializations_in_class_scope():
     # MLX's operators specialize a member template inside the class (valid
     # Metal and Clang, CWG 727); GCC takes them as overloads.

@@ -1398,6 +1398,31 @@ constexpr sgm_rc sgm_holder(sgm_layout L, uint r, uint c) {
 #else
 #include "bronze_metal_cpu.h"
 #endif
+namespace metal {
+// Metal declares these per type, not as one template: a library's template
+// of the same name seen beside them (PyTorch's c10::metal::simd_sum, brought
+// in with `using namespace c10::metal`) then loses to Metal's for scalars
+// instead of being ambiguous. Vectors take a template on vec<T, N>, more
+// specialized than a library's T f(T); a library's own non-template vector
+// overload (c10's float2 simd_sum) still wins over it.
+#define BRONZE_SIMD_PER_TYPE(T)                                                                           \
+  inline T simd_sum(T x BRONZE_SITE) { return simd_sum<T>(x BRONZE_AT); }                                \
+  inline T simd_product(T x BRONZE_SITE) { return simd_product<T>(x BRONZE_AT); }                        \
+  inline T simd_max(T x BRONZE_SITE) { return simd_max<T>(x BRONZE_AT); }                                \
+  inline T simd_min(T x BRONZE_SITE) { return simd_min<T>(x BRONZE_AT); }                                \
+  inline T simd_broadcast(T x, ushort lane BRONZE_SITE) { return simd_broadcast<T>(x, lane BRONZE_AT); }
+BRONZE_SIMD_PER_TYPE(char) BRONZE_SIMD_PER_TYPE(uchar) BRONZE_SIMD_PER_TYPE(short) BRONZE_SIMD_PER_TYPE(ushort)
+BRONZE_SIMD_PER_TYPE(int) BRONZE_SIMD_PER_TYPE(uint) BRONZE_SIMD_PER_TYPE(long) BRONZE_SIMD_PER_TYPE(ulong)
+BRONZE_SIMD_PER_TYPE(half) BRONZE_SIMD_PER_TYPE(bfloat) BRONZE_SIMD_PER_TYPE(float)
+#undef BRONZE_SIMD_PER_TYPE
+#define BRONZE_SIMD_VEC1(name)                                                                            \
+  template <class T, int N> inline vec<T, N> name(vec<T, N> x BRONZE_SITE) { return name<vec<T, N>>(x BRONZE_AT); }
+BRONZE_SIMD_VEC1(simd_sum) BRONZE_SIMD_VEC1(simd_product) BRONZE_SIMD_VEC1(simd_max) BRONZE_SIMD_VEC1(simd_min)
+#undef BRONZE_SIMD_VEC1
+template <class T, int N> inline vec<T, N> simd_broadcast(vec<T, N> x, ushort lane BRONZE_SITE) {
+  return simd_broadcast<vec<T, N>>(x, lane BRONZE_AT);
+}
+}  // namespace metal
 using namespace metal;
 
 // Apple's compiler-internal intrinsics, which some libraries call directly
@@ -1476,7 +1501,22 @@ BRONZE_INTRINSIC4(simd_shuffle_and_fill_up) BRONZE_INTRINSIC4(simd_shuffle_and_f
 template <class A> inline A __metal_frexp(A x, int* e) { return metal::frexp(x, *e); }
 // What each backend defines outside namespace metal, reachable qualified too.
 namespace metal {
+using ::bronze_msl::atomic_bool;
+using ::bronze_msl::atomic_compare_exchange_weak_explicit;
+using ::bronze_msl::atomic_exchange_explicit;
+using ::bronze_msl::atomic_fetch_add_explicit;
+using ::bronze_msl::atomic_fetch_and_explicit;
+using ::bronze_msl::atomic_fetch_max_explicit;
+using ::bronze_msl::atomic_fetch_min_explicit;
+using ::bronze_msl::atomic_fetch_or_explicit;
+using ::bronze_msl::atomic_fetch_sub_explicit;
+using ::bronze_msl::atomic_fetch_xor_explicit;
+using ::bronze_msl::atomic_float;
+using ::bronze_msl::atomic_int;
+using ::bronze_msl::atomic_load_explicit;
+using ::bronze_msl::atomic_store_explicit;
 using ::bronze_msl::atomic_thread_fence;
+using ::bronze_msl::atomic_uint;
 using ::bronze_msl::memory_order;
 using ::bronze_msl::simdgroup_barrier;
 using ::bronze_msl::thread_scope;

@@ -503,13 +503,13 @@ template <class T> inline T simd_product(T x BRONZE_SITE) {
 template <class T> inline T simd_max(T x BRONZE_SITE) {
   BRONZE_SIMD_BEGIN(T, x)
   T r = x;
-  for (uint l = 0; l < 32; ++l) if (BRONZE_ACTIVE(l)) r = max(r, bronze_rt::slot(b, l));
+  for (uint l = 0; l < 32; ++l) if (BRONZE_ACTIVE(l)) r = T(max(r, bronze_rt::slot(b, l)));
   return r;
 }
 template <class T> inline T simd_min(T x BRONZE_SITE) {
   BRONZE_SIMD_BEGIN(T, x)
   T r = x;
-  for (uint l = 0; l < 32; ++l) if (BRONZE_ACTIVE(l)) r = min(r, bronze_rt::slot(b, l));
+  for (uint l = 0; l < 32; ++l) if (BRONZE_ACTIVE(l)) r = T(min(r, bronze_rt::slot(b, l)));
   return r;
 }
 template <class T> inline T simd_prefix_exclusive_sum(T x BRONZE_SITE) {

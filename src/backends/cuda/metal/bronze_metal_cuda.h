@@ -227,8 +227,8 @@ inline void atomic_thread_fence(mem_flags, memory_order order, thread_scope scop
 namespace metal {
 template <class T> inline T simd_sum(T x) { return bronze_rt::reduce(x, [](T a, T b) { return T(a + b); }); }
 template <class T> inline T simd_product(T x) { return bronze_rt::reduce(x, [](T a, T b) { return T(a * b); }); }
-template <class T> inline T simd_max(T x) { return bronze_rt::reduce(x, [](T a, T b) { return max(a, b); }); }
-template <class T> inline T simd_min(T x) { return bronze_rt::reduce(x, [](T a, T b) { return min(a, b); }); }
+template <class T> inline T simd_max(T x) { return bronze_rt::reduce(x, [](T a, T b) { return T(max(a, b)); }); }
+template <class T> inline T simd_min(T x) { return bronze_rt::reduce(x, [](T a, T b) { return T(min(a, b)); }); }
 template <class T> inline T simd_prefix_inclusive_sum(T x) {
   return bronze_rt::scan(x, [](T a, T b) { return T(a + b); }, T(0), true);
 }
