@@ -1275,22 +1275,26 @@ def test_memory_scopes_fences_coherence_and_internal_traits():
 
 def test_unsuffixed_literals_are_float_and_metal_constants_exist():
     # Metal has no double: 2.0 is a float, so brace-initializing floats from
-    # it is no narrowing, and arithmetic rounds in float.
+    # it is no narrowing, and arithmetic rounds in float. INFINITY and NAN are
+    # constant expressions (PyTorch's attention: constexpr auto x = -INFINITY).
     lib = compile("""
     struct pair { float a, b; };
     pair halve(float r, float s) { auto a = (r + s) / 2.0; auto b = 1.0e0 / 3.0; return {a, b}; }
     kernel void k(device float* out, uint i [[thread_position_in_grid]]) {
       pair p = halve(3.0, 4.0);
+      constexpr auto neg_inf = -INFINITY;
+      constexpr half qnan = NAN;
       const float c[] = {M_LN10_F, M_LOG2E_F, M_SQRT1_2_F, M_2_SQRTPI_F, float(M_PI_2_H), FLT_EPSILON, FLT_MIN,
-                         MAXFLOAT, float(HALF_MIN), float(INT_MAX), float(UINT_MAX), p.a, p.b, float(MAXHALF)};
+                         MAXFLOAT, float(HALF_MIN), float(INT_MAX), float(UINT_MAX), p.a, p.b, float(MAXHALF),
+                         neg_inf, qnan};
       out[i] = c[i];
     }""")
-    out = bronze.empty(14)
+    out = bronze.empty(16)
     lib.k(out)
     f = np.float32
     expected = [np.log(10), np.log2(np.e), np.sqrt(0.5), 2 / np.sqrt(np.pi), np.float16(np.pi / 2),
                 np.finfo(f).eps, np.finfo(f).tiny, np.finfo(f).max, np.finfo(np.float16).tiny, 2 ** 31 - 1,
-                2 ** 32 - 1, 3.5, f(1) / f(3), 65504]
+                2 ** 32 - 1, 3.5, f(1) / f(3), 65504, -np.inf, np.nan]
     np.testing.assert_array_equal(out.numpy(), np.array(expected, dtype=np.float64).astype(f))
 
 

@@ -16,8 +16,8 @@
 #define BRONZE_FAST_DIVIDE(a, b) ::__fdividef(a, b)
 #define BRONZE_FAST_RSQRT(x) ::rsqrtf(x)
 #define BRONZE_MEMCPY ::memcpy
-#define BRONZE_INF __int_as_float(0x7f800000)
-#define BRONZE_QNAN __int_as_float(0x7fc00000)
+#define BRONZE_INF __builtin_bit_cast(float, 0x7f800000u)  /* constant: libraries write constexpr x = -INFINITY */
+#define BRONZE_QNAN __builtin_bit_cast(float, 0x7fc00000u)
 #define BRONZE_POPCOUNT64(x) __popcll(x)
 #define BRONZE_CLZ64(x) __clzll(x)
 #define BRONZE_CTZ64(x) (__ffsll(x) - 1)
@@ -37,7 +37,7 @@
 #define BRONZE_FAST_RSQRT(x) (1.0f / __builtin_sqrtf(x))
 #define BRONZE_MEMCPY __builtin_memcpy
 #define BRONZE_INF __builtin_inff()
-#define BRONZE_QNAN __builtin_nanf("")
+#define BRONZE_QNAN __builtin_bit_cast(float, 0x7fc00000u)
 #define BRONZE_POPCOUNT64(x) __builtin_popcountll(x)
 #define BRONZE_CLZ64(x) __builtin_clzll(x)
 #define BRONZE_CTZ64(x) __builtin_ctzll(x)
