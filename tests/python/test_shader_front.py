@@ -447,9 +447,13 @@ def test_library_simdgroup_templates_beside_metals_and_qualified_atomics():
     # (and a float2 overload) that kernels call unqualified under `using
     # namespace metal; using namespace c10::metal;`: Metal's per-type
     # functions win for scalars, the library's float2 overload for float2.
-    # Its atomic.h calls ::metal::atomic_*_explicit.
+    # MLX's bf16_math.h adds bfloat overloads to namespace metal, which has
+    # none. c10's atomic.h calls ::metal::atomic_*_explicit.
     lib = bronze.compile_shader("""
 #include <metal_stdlib>
+namespace metal {
+inline bfloat simd_max(bfloat x) { return static_cast<bfloat>(__metal_simd_max(static_cast<float>(x)) + 64); }
+}
 namespace lib {
 template <typename T>
 inline ::metal::enable_if_t<!::metal::is_same_v<T, long>, T> simd_sum(T v) { return T(::metal::simd_sum(v) + 1000); }
@@ -479,7 +483,7 @@ kernel void reduce(device const float* x [[buffer(0)]], device float* o [[buffer
     o, count = bronze.zeros(10), bronze.zeros(1, dtype=bronze.int32)
     lib.reduce(x, o, count)
     rows = x.reshape(2, 32)
-    want = np.stack([rows.sum(1), -2 * rows.sum(1), rows.max(1), rows[:, 3], [32, 32]], axis=1)
+    want = np.stack([rows.sum(1), -2 * rows.sum(1), rows.max(1) + 64, rows[:, 3], [32, 32]], axis=1)
     np.testing.assert_array_equal(o.to("cpu").numpy().reshape(2, 5), want)
     assert count.to("cpu").numpy().tolist() == [128]
 

@@ -1404,7 +1404,10 @@ namespace metal {
 // in with `using namespace c10::metal`) then loses to Metal's for scalars
 // instead of being ambiguous. Vectors take a template on vec<T, N>, more
 // specialized than a library's T f(T); a library's own non-template vector
-// overload (c10's float2 simd_sum) still wins over it.
+// overload (c10's float2 simd_sum) still wins over it. Metal has none for
+// bfloat or 64-bit types, which libraries define themselves (MLX's
+// bf16_math.h, in namespace metal; c10's long simd_sum): for those the
+// backend's template remains, which a library's non-template beats.
 #define BRONZE_SIMD_PER_TYPE(T)                                                                           \
   inline T simd_sum(T x BRONZE_SITE) { return simd_sum<T>(x BRONZE_AT); }                                \
   inline T simd_product(T x BRONZE_SITE) { return simd_product<T>(x BRONZE_AT); }                        \
@@ -1412,8 +1415,7 @@ namespace metal {
   inline T simd_min(T x BRONZE_SITE) { return simd_min<T>(x BRONZE_AT); }                                \
   inline T simd_broadcast(T x, ushort lane BRONZE_SITE) { return simd_broadcast<T>(x, lane BRONZE_AT); }
 BRONZE_SIMD_PER_TYPE(char) BRONZE_SIMD_PER_TYPE(uchar) BRONZE_SIMD_PER_TYPE(short) BRONZE_SIMD_PER_TYPE(ushort)
-BRONZE_SIMD_PER_TYPE(int) BRONZE_SIMD_PER_TYPE(uint) BRONZE_SIMD_PER_TYPE(long) BRONZE_SIMD_PER_TYPE(ulong)
-BRONZE_SIMD_PER_TYPE(half) BRONZE_SIMD_PER_TYPE(bfloat) BRONZE_SIMD_PER_TYPE(float)
+BRONZE_SIMD_PER_TYPE(int) BRONZE_SIMD_PER_TYPE(uint) BRONZE_SIMD_PER_TYPE(half) BRONZE_SIMD_PER_TYPE(float)
 #undef BRONZE_SIMD_PER_TYPE
 #define BRONZE_SIMD_VEC1(name)                                                                            \
   template <class T, int N> inline vec<T, N> name(vec<T, N> x BRONZE_SITE) { return name<vec<T, N>>(x BRONZE_AT); }
