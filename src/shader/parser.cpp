@@ -678,7 +678,7 @@ class Parser {
       if (!params_open || mine.size() != theirs.size()) return false;
       std::map<std::string, std::string> subst;
       for (std::size_t a = 0; a < d.tparams.size() && a < args.size(); ++a)
-        if (!d.tparams[a].name.empty()) subst[d.tparams[a].name] = args[a];
+        if (!d.tparams[a].name.empty()) subst[d.tparams[a].name] = rooted_args[a];
       auto squeezed = [](std::string x) {
         x.erase(std::remove(x.begin(), x.end(), ' '), x.end());
         return x;
@@ -820,13 +820,11 @@ class Parser {
   }
 
   // The template `name` names from namespace ns, for explicit template
-  // arguments `args` (none: deduced, from `nparams` function parameters);
-  // among overloads the one they fit, else the last defined.
-  // The template an instantiation names: by its template arguments where it
-  // has them, and by its parameter count where it lists parameters (function
-  // templates overloaded on their parameters, as PyTorch's fused_sgd).
-  // *overloaded: whether more than one template has that name.
-  // Among several that fit, the first for which `same_signature` holds.
+  // arguments `args` (none: deduced) and `nparams` function parameters (0:
+  // the instantiation lists none): among overloads the one they fit, and of
+  // several that fit (templates overloaded on their parameters, as PyTorch's
+  // fused_sgd) the first for which `same_signature` holds; else the last
+  // defined. *overloaded: whether more than one template has that name.
   const KernelDef* find_template(std::string name, const std::string& ns, const std::vector<std::string>* args,
                                  std::size_t nparams, bool* overloaded,
                                  const std::function<bool(const KernelDef&)>& same_signature) const {

@@ -37,7 +37,7 @@
 #define BRONZE_FAST_RSQRT(x) (1.0f / __builtin_sqrtf(x))
 #define BRONZE_MEMCPY __builtin_memcpy
 #define BRONZE_INF __builtin_inff()
-#define BRONZE_QNAN __builtin_bit_cast(float, 0x7fc00000u)
+#define BRONZE_QNAN __builtin_nanf("")
 #define BRONZE_POPCOUNT64(x) __builtin_popcountll(x)
 #define BRONZE_CLZ64(x) __builtin_clzll(x)
 #define BRONZE_CTZ64(x) __builtin_ctzll(x)
