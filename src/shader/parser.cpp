@@ -671,36 +671,35 @@ class Parser {
         args.push_back(text(b, e));
         rooted_args.push_back(text(b, e, {}, {}, true));
       }
+    // The parameter types the instantiation lists, as plain C++.
+    std::vector<std::string> listed;
+    if (params_open)
+      for (auto [b, e] : split_commas(params_open + 1, params_close)) listed.push_back(plain_type(b, e));
+    auto squeezed = [](std::string x) {
+      x.erase(std::remove(x.begin(), x.end(), ' '), x.end());
+      return x;
+    };
     // Whether a template's parameters, its template parameters given this
     // instantiation's arguments, are the types the instantiation lists.
     auto same_signature = [&](const KernelDef& d) {
-      auto mine = split_commas(params_open + 1, params_close), theirs = split_commas(d.params_begin, d.params_end);
-      if (!params_open || mine.size() != theirs.size()) return false;
+      auto theirs = split_commas(d.params_begin, d.params_end);
+      if (!params_open || listed.size() != theirs.size()) return false;
       std::map<std::string, std::string> subst;
-      for (std::size_t a = 0; a < d.tparams.size() && a < args.size(); ++a)
+      for (std::size_t a = 0; a < d.tparams.size() && a < rooted_args.size(); ++a)
         if (!d.tparams[a].name.empty()) subst[d.tparams[a].name] = rooted_args[a];
-      auto squeezed = [](std::string x) {
-        x.erase(std::remove(x.begin(), x.end(), ' '), x.end());
-        return x;
-      };
-      for (std::size_t r = 0; r < mine.size(); ++r)
-        if (squeezed(plain_type(mine[r].first, mine[r].second)) !=
-            squeezed(plain_type(theirs[r].first, theirs[r].second, subst)))
-          return false;
+      for (std::size_t r = 0; r < listed.size(); ++r)
+        if (squeezed(listed[r]) != squeezed(plain_type(theirs[r].first, theirs[r].second, subst))) return false;
       return true;
     };
     bool overloaded = false;
-    const KernelDef* def = find_template(written, ns, args_open ? &args : nullptr,
-                                         params_open ? split_commas(params_open + 1, params_close).size() : 0,
-                                         &overloaded, same_signature);
+    const KernelDef* def =
+        find_template(written, ns, args_open ? &args : nullptr, listed.size(), &overloaded, same_signature);
     if (!def || (!def->kernel && !kernel)) return end;
     // The function's type as the instantiation spells it: the compiler picks
     // the specialization (deduced arguments) or the overload from it.
     auto pointer_to = [&](const std::string& function) {
       std::string fn = text(i + 1, name_at, {}, plain_skip(i + 1, name_at), true) + "(*)(";
-      auto ranges = split_commas(params_open + 1, params_close);
-      for (std::size_t r = 0; r < ranges.size(); ++r)
-        fn += (r ? ", " : "") + plain_type(ranges[r].first, ranges[r].second);
+      for (std::size_t r = 0; r < listed.size(); ++r) fn += (r ? ", " : "") + listed[r];
       return "static_cast<" + fn + ")>(&" + function + ")";
     };
     if (!args_open) {
@@ -1111,6 +1110,7 @@ bool is_specifier(const std::string& x) {
          x == "thread_local";
 }
 
+namespace {
 // Whether the `>` at k closes a template header (`template <class T>`).
 bool closes_template_header(const std::vector<Token>& t, std::size_t k) {
   for (int angle = 0, depth = 0; k > 0; --k) {
@@ -1122,6 +1122,7 @@ bool closes_template_header(const std::vector<Token>& t, std::size_t k) {
   }
   return false;
 }
+}  // namespace
 
 // Whether the `::` at i starts a name at global scope (`::c10::x`,
 // `typename ::metal::y`, `template <class T> ::metal::enable_if_t<...> f()`)

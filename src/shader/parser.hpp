@@ -98,8 +98,6 @@ ParsedSource parse(const std::string& unit, const std::string& main_file);
 
 // Declaration specifiers that may stand next to an address space.
 bool is_specifier(const std::string& x);
-// Whether the `>` at k closes a template header (`template <class T>`).
-bool closes_template_header(const std::vector<Token>& t, std::size_t k);
 // Whether the `::` at i starts a name at global scope (`::c10::x`) rather
 // than continuing one (`a::b`): the unit's global namespace is bronze_msl.
 bool global_qualifier(const std::vector<Token>& t, std::size_t i);
