@@ -34,6 +34,17 @@ struct LibraryImpl {
   std::vector<const void*> entries;  // the backend's function per kernel
   bool launch_record = true;         // entries take bronze's launch record (Metal); CUDA C++ kernels do not
   bool validate = false;             // built with validate=True (CPU)
+  // A Metal library on CUDA: its entries take read-only buffers __restrict__
+  // (shader::RewriteOptions::restrict_read_only). A launch that binds a
+  // written buffer over one of them runs the kernel's entry built without,
+  // built on the first such launch (api/shader.cpp: aliased_entry).
+  bool restricted = false;
+  struct Aliased {
+    const void* entry = nullptr;
+    int max_threads = 0;
+  };
+  std::mutex aliased_mu;
+  std::vector<Aliased> aliased;  // per kernel, once built
   // Empty: bound to `device`. Weak: the family owns its builds, and the
   // process's library cache owns the family.
   std::weak_ptr<LibraryFamily> family;

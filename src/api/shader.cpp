@@ -242,6 +242,8 @@ std::shared_ptr<detail::LibraryImpl> load_unit(const Device& d, const std::strin
     std::move(part.begin(), part.end(), mk.begin() + first);
   }
   auto lib = new_library(d, unit, jit::sha256_hex(unit));
+  lib->restricted = d.type == DeviceType::CUDA;
+  lib->aliased.resize(mk.size());
   for (std::size_t k = 0; k < mk.size(); ++k) {
     // The table ends with its one 0 where the reflected signature ends: an
     // object built from another source (a doctored .bronzelib) is refused
@@ -266,6 +268,33 @@ std::shared_ptr<detail::LibraryImpl> build_unit(const Device& d, const shader::T
   auto lib = load_unit(d, tu.text, ps, build_module(backend, tu, ps, validate, runtime::device_impl(d).gpu_arch()));
   lib->validate = validate;
   return lib;
+}
+
+// Kernel k of a restricted library, built without __restrict__ for
+// launches whose buffers alias (LibraryImpl::restricted): a module of that
+// one kernel, from the library's unit, as its part was built.
+const detail::LibraryImpl::Aliased& aliased_entry(detail::LibraryImpl& lib, std::size_t k) {
+  std::lock_guard<std::mutex> g(lib.aliased_mu);
+  detail::LibraryImpl::Aliased& a = lib.aliased[k];
+  if (a.entry) return a;
+  shader::TranslationUnit tu;
+  tu.text = lib.source;
+  shader::ParsedSource ps = shader::parse(tu.text, "shader.metal");
+  shader::RewriteOptions options;
+  options.restrict_read_only = false;
+  options.carve_threadgroup = lib.carved_tg_bytes[k] > 0;
+  options.first_kernel = k, options.last_kernel = k + 1;
+  runtime::ModuleSource src = shader::module_source(runtime::shader_backend(lib.device.type).target, tu, ps, options);
+  src.gpu_arch = runtime::device_impl(lib.device).gpu_arch();
+  runtime::ModuleObject o = runtime::shader_backend(lib.device.type).build(src);
+  if (!o.ok) shader::raise_build_error(o.diagnostics, ps, tu.files);
+  std::vector<runtime::ModuleKernel> mk(1);
+  mk[0].symbol = shader::entry_symbol(k);
+  mk[0].tgmem_symbol = shader::tgmem_symbol(k);
+  runtime::device_impl(lib.device).load_module(o, mk);
+  a.max_threads = mk[0].max_threads;
+  a.entry = mk[0].entry;
+  return a;
 }
 
 runtime::ModuleObject image_object(const std::vector<std::uint8_t>& bytes) {
@@ -604,10 +633,14 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
   l.cooperative = ki.cooperative;
   l.launch_record = lib_->launch_record;
   l.validate = lib_->validate;
-  const std::uint32_t max_threads = static_cast<std::uint32_t>(lib_->max_threads[index_]);
   l.args.resize(nargs);
   l.keepalive.reserve(nargs + 1);  // the buffers and the library: one allocation
   const Tensor* first_tensor = nullptr;
+  std::vector<shader::BufferUse> uses;  // for a restricted library's alias check
+  auto use = [&](const Tensor& t, bool written) {
+    auto begin = reinterpret_cast<std::uintptr_t>(t.data_ptr());
+    uses.push_back({begin, begin + t.nbytes(), written});
+  };
   for (std::size_t i = 0; i < nargs; ++i) {
     const KernelParam& p = ki.binding(static_cast<int>(i));
     const KernelArg& a = args[i];
@@ -625,12 +658,14 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
       l.args[i].name = p.name.c_str();
       if (auto keep = queued_use(t->storage())) l.keepalive.push_back(std::move(keep));
       if (!first_tensor) first_tensor = t;
+      use(*t, !p.read_only);
       continue;
     }
     std::vector<std::uint8_t> bytes;
     if (const std::vector<Tensor>* ts = a.tensors()) {
       bytes = argument_buffer(p, *ts, *lib_, l.keepalive);
       l.args[i].by_value = p.by_value;
+      for (const Tensor& t : *ts) use(t, true);  // its pointers' constness is the kernel's business
     } else if (const Scalar* s = a.scalar()) {
       if (p.kind == ParamKind::Buffer)
         throw KernelArgumentError(arg_label(p) + " is a device buffer: pass a tensor or array, not a number");
@@ -656,6 +691,12 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
     l.args[i].bytes = bytes.size();
   }
 
+  std::uint32_t max_threads = static_cast<std::uint32_t>(lib_->max_threads[index_]);
+  if (lib_->restricted && shader::read_only_overlaps_written(uses)) {
+    const detail::LibraryImpl::Aliased& a = aliased_entry(*lib_, index_);
+    l.entry = a.entry;
+    max_threads = std::min(max_threads, static_cast<std::uint32_t>(a.max_threads));
+  }
   Dim3 grid;
   if (opts.threads) grid = *opts.threads;
   else if (first_tensor) grid.x = static_cast<std::uint32_t>(first_tensor->numel());

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "runtime/shader_module.hpp"
 #include "shader/parser.hpp"
@@ -33,6 +34,13 @@ struct RewriteOptions {
   // (bronze_rt::tg_carve), for kernels over the 48 KiB of static shared
   // memory a CUDA function may declare.
   bool carve_threadgroup = false;
+  // CUDA only: read-only buffers (`const` or `constant`, bound by pointer)
+  // are __restrict__ entry parameters, as a CUDA C++ author writes them: the
+  // compiler may then move their loads across the kernel's stores and read
+  // them through the read-only cache. That holds while no buffer the kernel
+  // can write overlaps one of them (read_only_overlaps_written): launches
+  // that bind such an alias run the kernel built without it.
+  bool restrict_read_only = true;
   // The kernels [first_kernel, last_kernel) get entries: a big unit builds
   // in parts, each part's module with its range of the kernels, the other
   // kernels' explicit instantiations dropped (the compilers' time goes to
@@ -40,6 +48,23 @@ struct RewriteOptions {
   std::size_t first_kernel = 0, last_kernel = SIZE_MAX;
   bool has_entry(std::size_t k) const { return k >= first_kernel && k < last_kernel; }
 };
+
+// A launch's buffer as the kernel sees it: its bytes, and whether the
+// kernel may write them (a buffer that is not read-only, or a pointer in
+// an argument buffer).
+struct BufferUse {
+  std::uintptr_t begin = 0, end = 0;
+  bool written = false;
+};
+// Whether a read-only buffer shares bytes with one the kernel may write: the
+// launch breaks restrict_read_only's premise.
+inline bool read_only_overlaps_written(const std::vector<BufferUse>& uses) {
+  for (const BufferUse& r : uses)
+    if (!r.written && r.begin < r.end)
+      for (const BufferUse& w : uses)
+        if (w.written && w.begin < r.end && r.begin < w.end) return true;
+  return false;
+}
 
 // The preprocessed unit, edited for `target`.
 std::string rewrite_body(const std::string& unit, const ParsedSource& parsed, ShaderTarget target,

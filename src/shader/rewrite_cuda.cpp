@@ -25,8 +25,10 @@ std::string rewrite_for_cuda(const std::string& unit, const ParsedSource& ps, co
     std::string params = "const bronze_gpu_launch L";
     for (int b = 0; b < pk.info.bindings(); ++b) {
       const std::size_t i = static_cast<std::size_t>(pk.info.bound[b]);
-      params += std::string(pk.params[i].info.by_value ? ", bronze_rt::value_t<" : ", bronze_rt::slot_t<") +
-                param_type(k, i) + "> a" + std::to_string(b);
+      const KernelParam& p = pk.params[i].info;
+      params += std::string(p.by_value ? ", bronze_rt::value_t<" : ", bronze_rt::slot_t<") + param_type(k, i) + ">" +
+                (options.restrict_read_only && p.read_only && !p.by_value ? " __restrict__" : "") + " a" +
+                std::to_string(b);
     }
     std::string args;
     for (std::size_t i = 0; i < pk.params.size(); ++i) {

@@ -156,3 +156,61 @@ template [[host_name("reduce_f16")]] kernel void reduce<half>(device const half*
     EXPECT_NE(std::string(e.what()).find("'helper' is called but never defined"), std::string::npos) << e.what();
   }
 }
+
+// Read-only buffers reach the compiler as __restrict__ entry parameters (their
+// loads may pass the kernel's stores and use the read-only cache), unless
+// the build is the one for launches whose buffers alias.
+TEST(CudaTranslation, ReadOnlyBuffersAreRestrictUnlessBuiltForAliases) {
+  bs::TranslationUnit tu = bs::preprocess(R"(#include <metal_stdlib>
+using namespace metal;
+kernel void twice(device float* out [[buffer(0)]], device const float* in [[buffer(1)]],
+                  constant float& k [[buffer(2)]], uint i [[thread_position_in_grid]]) {
+  out[i] = in[i] + k;
+  out[i] = in[i] * k;
+}
+)", {});
+  bs::ParsedSource ps = bs::parse(tu.text, "shader.metal");
+  bs::RewriteOptions aliased;
+  aliased.restrict_read_only = false;
+  auto source = [&](const bs::RewriteOptions& o) {
+    return bs::module_source(bronze::runtime::ShaderTarget::CudaCpp, tu, ps, o);
+  };
+  const std::string restricted = source({}).code, plain = source(aliased).code;
+  EXPECT_EQ(restricted.find("> __restrict__ a0"), std::string::npos) << "out is written";
+  EXPECT_NE(restricted.find("> __restrict__ a1"), std::string::npos) << restricted;
+  EXPECT_NE(restricted.find("bronze_rt::value_t<bronze_rt::param_t<bronze_fn_0, 2>> a2"), std::string::npos)
+      << "k is a value in parameter space";
+  EXPECT_EQ(plain.find("__restrict__"), std::string::npos);
+  if (!bronze::cuda::nvrtc_available()) GTEST_SKIP() << bronze::cuda::nvrtc_status();
+  auto ptx = [&](const bs::RewriteOptions& o) {
+    bronze::runtime::ModuleSource m = source(o);
+    m.gpu_arch = 90;
+    m.ptx = true;
+    bronze::runtime::ModuleObject obj = bronze::runtime::shader_backend(bronze::DeviceType::CUDA).build(m);
+    EXPECT_TRUE(obj.ok);
+    return std::string(obj.image.begin(), obj.image.end());
+  };
+  // Restricted, in[i] is loaded once through the read-only cache; for
+  // aliases, again after the store, which may have changed it.
+  const std::string fast = ptx({}), exact = ptx(aliased);
+  EXPECT_NE(fast.find("ld.global.nc.f32"), std::string::npos) << fast;
+  EXPECT_EQ(exact.find("ld.global.nc"), std::string::npos);
+  auto count = [](const std::string& s, const std::string& what) {
+    std::size_t n = 0;
+    for (std::size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count(exact, "ld.global.f32"), 2u) << exact;
+}
+
+TEST(CudaTranslation, AliasCheckFindsReadOnlyBuffersOverWrittenOnes) {
+  using U = bs::BufferUse;
+  EXPECT_FALSE(bs::read_only_overlaps_written({}));
+  EXPECT_FALSE(bs::read_only_overlaps_written({{0, 64, true}, {64, 128, false}}));   // adjacent
+  EXPECT_TRUE(bs::read_only_overlaps_written({{0, 64, true}, {63, 128, false}}));    // one byte shared
+  EXPECT_TRUE(bs::read_only_overlaps_written({U{16, 32, false}, U{0, 64, true}}));   // inside, either order
+  EXPECT_FALSE(bs::read_only_overlaps_written({{0, 64, false}, {0, 64, false}}));    // both only read
+  EXPECT_TRUE(bs::read_only_overlaps_written({{0, 64, false}, {0, 64, true}}));      // in place
+  EXPECT_FALSE(bs::read_only_overlaps_written({{0, 64, true}, {0, 64, true}}));      // written twice: no restrict
+  EXPECT_FALSE(bs::read_only_overlaps_written({{0, 0, false}, {0, 64, true}}));      // empty
+}

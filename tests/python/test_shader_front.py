@@ -481,7 +481,7 @@ kernel void reduce(device const float* x [[buffer(0)]], device float* o [[buffer
 """)
     x = np.arange(64, dtype=np.float32)
     o, count = bronze.zeros(10), bronze.zeros(1, dtype=bronze.int32)
-    lib.reduce(x, o, count)
+    lib.reduce(bronze.tensor(x), o, count)  # on the current device, as o and count
     rows = x.reshape(2, 32)
     want = np.stack([rows.sum(1), -2 * rows.sum(1), rows.max(1) + 64, rows[:, 3], [32, 32]], axis=1)
     np.testing.assert_array_equal(o.to("cpu").numpy().reshape(2, 5), want)

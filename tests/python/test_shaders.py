@@ -961,6 +961,37 @@ def test_argument_buffer_struct_reads_and_writes_through_its_pointers():
     np.testing.assert_array_equal(out.cpu().numpy(), table[index] * 2)
 
 
+def test_a_buffer_bound_as_read_and_written_sees_the_kernels_own_stores():
+    # On CUDA, read-only buffers are __restrict__ entry parameters, so a
+    # kernel may load in[i] once, before out[i] is stored. A launch that binds
+    # a written buffer over a read-only one runs the kernel built without.
+    lib = compile("""
+    struct Out { device float* out; };
+    kernel void twice(device float* out [[buffer(0)]], device const float* in [[buffer(1)]],
+                      constant float& k [[buffer(2)]], uint i [[thread_position_in_grid]]) {
+      out[i] = in[i] + k;
+      out[i] = in[i] * k;
+    }
+    kernel void twice_through(constant Out& o [[buffer(0)]], device const float* in [[buffer(1)]],
+                              constant float& k [[buffer(2)]], uint i [[thread_position_in_grid]]) {
+      o.out[i] = in[i] + k;
+      o.out[i] = in[i] * k;
+    }
+    """)
+    x = np.arange(300, dtype=np.float32)
+    apart = bronze.empty(300)
+    lib.twice(apart, x, 3.0)
+    np.testing.assert_array_equal(apart.cpu().numpy(), x * 3)
+    t = bronze.tensor(x)
+    lib.twice(t, t, 3.0)  # in place
+    np.testing.assert_array_equal(t.cpu().numpy(), (x + 3) * 3)
+    t = bronze.tensor(x)
+    lib.twice_through([t], t, 3.0, threads=300)  # in place through an argument buffer
+    np.testing.assert_array_equal(t.cpu().numpy(), (x + 3) * 3)
+    lib.twice(apart, x, 2.0)  # apart again, after the aliased build
+    np.testing.assert_array_equal(apart.cpu().numpy(), x * 2)
+
+
 def test_argument_buffer_errors_are_clear_and_the_runtime_stays_usable():
     lib = compile("""
     struct Pair { device const float* a; device float* b; };
