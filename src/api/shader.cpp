@@ -638,6 +638,7 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
   const Tensor* first_tensor = nullptr;
   std::vector<shader::BufferUse> uses;  // for a restricted library's alias check
   auto use = [&](const Tensor& t, bool written) {
+    if (!lib_->restricted) return;
     auto begin = reinterpret_cast<std::uintptr_t>(t.data_ptr());
     uses.push_back({begin, begin + t.nbytes(), written});
   };

@@ -40,6 +40,21 @@ const Attr kAttributes[] = {
     {"simdgroups_per_threadgroup", "sgptg"},
 };
 
+// The thread-position attribute `attribute` misspells (the same letters
+// once underscores and case are dropped), or null.
+const char* misspelled_attribute(const std::string& attribute) {
+  auto letters = [](const std::string& s) {
+    std::string out;
+    for (char c : s)
+      if (c != '_') out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+  };
+  const std::string l = letters(attribute);
+  for (const Attr& a : kAttributes)
+    if (letters(a.name) == l) return a.name;
+  return nullptr;
+}
+
 bool is_collective(const std::string& id) {
   return id == "threadgroup_barrier" || id == "simdgroup_barrier" || id.rfind("simd_", 0) == 0 ||
          id.rfind("quad_", 0) == 0 || id.rfind("simdgroup_", 0) == 0;
@@ -967,6 +982,8 @@ class Parser {
       else if (attribute_field(a)) attribute = a;
       else if (a.rfind("stage_in", 0) == 0 || a.rfind("texture", 0) == 0 || a.rfind("sampler", 0) == 0)
         fail(t(pb), "[[" + a + "]] is not a compute-kernel parameter bronze supports");
+      else if (const char* near = misspelled_attribute(a))  // else the parameter would silently take an argument
+        fail(t(pb), "unknown attribute [[" + a + "]]; did you mean [[" + near + "]]?");
     }
     if (!attribute.empty()) {
       p.info.kind = ParamKind::Attribute;

@@ -16,6 +16,18 @@ std::string text_of(const std::string& src, const std::vector<Token>& t, std::si
   return src.substr(t[a].offset, t[b].offset + t[b].text.size() - t[a].offset);
 }
 
+// A numeric literal as the compilers read it: Metal's half literal `1.5h`
+// becomes a cast, and an unsuffixed floating literal a float (Metal has no
+// double). Empty where the literal stays as written.
+std::string literal_edit(const std::string& x) {
+  const char last = x.back();
+  const bool hex = x.size() > 1 && (x[1] == 'x' || x[1] == 'X');
+  if (hex) return "";
+  if (last == 'h' || last == 'H') return "((half)" + x.substr(0, x.size() - 1) + ")";
+  if (x.find_first_of(".eE") != std::string::npos && (std::isdigit((unsigned char)last) || last == '.')) return x + "f";
+  return "";
+}
+
 // GNU designated initializers of a local array, which Clang (Metal) takes
 // and G++ refuses in C++: `float s[N] = { [0 ... N-1] = 0.0f, [3] = 1 };`
 // (llama.cpp's ggml-metal). Given the braces [open, close], the statements
@@ -48,7 +60,12 @@ std::string designated_fills(const std::string& src, const std::vector<Token>& t
       d += t[end].text == "(" || t[end].text == "[" || t[end].text == "{" ? 1
            : t[end].text == ")" || t[end].text == "]" || t[end].text == "}" ? -1 : 0;
     if (end == v) return "";
-    std::string value = "(" + text_of(src, t, v, end - 1) + ")";
+    std::string value = "(";  // its literals edited as everywhere else
+    for (std::size_t q = v; q < end; ++q) {
+      std::string lit = t[q].kind == Token::Number ? literal_edit(t[q].text) : "";
+      value += (lit.empty() ? t[q].text : lit) + " ";
+    }
+    value += ")";
     if (dots) out += " bronze_rt::fill_range(" + name + ", " + text_of(src, t, k + 1, dots - 1) + ", " +
                      text_of(src, t, dots + 3, rb - 1) + ", " + value + ");";
     else out += " " + name + "[" + text_of(src, t, k + 1, rb - 1) + "] = " + value + ";";
@@ -132,8 +149,29 @@ class Conditionals {
     return 0;
   }
 
-  // One past the conditional's third operand, which starts at `from`.
-  std::size_t operand_end(std::size_t from, std::size_t stop) const {
+  // Whether the conditional whose '?' is at q stands in a template argument
+  // list (`vec<T, N ? 1 : 2>`): the nearest bracket open around it is a '<'
+  // after a name. Elsewhere (`(asc ? a < b : a > b)`) a '>' compares.
+  bool in_template_arguments(std::size_t q) const {
+    int depth = 0, angles = 0;
+    auto comparison = [&](std::size_t k) {  // << >> <= >= are two tokens here
+      return (adjacent(k) && (is(k + 1, "=") || t_[k + 1].text == t_[k].text)) ||
+             (k > 0 && adjacent(k - 1) && t_[k - 1].text == t_[k].text);
+    };
+    for (std::size_t k = q; k-- > 0;) {
+      if (t_[k].kind == Token::Preproc || (depth == 0 && (is(k, ";") || is(k, "{") || is(k, "}")))) return false;
+      if (closes(k)) ++depth;
+      else if (opens(k) && --depth < 0) return false;
+      else if (depth > 0 || comparison(k)) continue;
+      else if (is(k, ">")) ++angles;
+      else if (is(k, "<") && angles-- == 0) return k > 0 && t_[k - 1].kind == Token::Ident;
+    }
+    return false;
+  }
+
+  // One past the conditional's third operand, which starts at `from`;
+  // `templated`: the conditional is a template argument.
+  std::size_t operand_end(std::size_t from, std::size_t stop, bool templated) const {
     int depth = 0, nested = 0;
     std::size_t k = from;
     for (; k < stop; ++k) {
@@ -147,7 +185,10 @@ class Conditionals {
       if (x == ":" && nested-- == 0) break;
       if (x == "<" || x == ">") {  // << >> <= >= are two tokens here
         if (adjacent(k) && (is(k + 1, x.c_str()) || is(k + 1, "="))) { ++k; continue; }
-        if (x == ">") break;  // closes a template argument list around the conditional
+        if (x == ">") {
+          if (templated) break;  // closes the template argument list around the conditional
+          continue;
+        }
         if (std::size_t c = angle_close(k, stop)) k = c;
       }
     }
@@ -176,7 +217,7 @@ class Conditionals {
     std::size_t pos = t_[a].offset;
     for (std::size_t q = a; q < b; ++q) {
       if (!is(q, "?") || !in_function_[q]) continue;
-      std::size_t m = colon(q, b), e = m ? operand_end(m + 1, b) : 0;
+      std::size_t m = colon(q, b), e = m ? operand_end(m + 1, b, in_template_arguments(q)) : 0;
       if (!m || !e || !takes(q + 1, m) || !takes(m + 1, e) || (literal(q + 1, m) && literal(m + 1, e))) continue;
       std::string first = text(q + 1, m), second = text(m + 1, e);
       auto one_line = [](std::string x) {
@@ -219,6 +260,47 @@ std::string layout_initializer(const ParsedKernel& pk, std::size_t k) {
   return s + "0}";
 }
 
+namespace {
+// Metal overloads special members on the address space of `this` (candle's
+// `S() thread = default; S() threadgroup = default;`). With the spaces
+// blanked they are one declaration repeated, so a defaulted or deleted
+// member qualified by an address space goes where its class has declared
+// it already. The declarations' token ranges, first and last.
+std::vector<std::pair<std::size_t, std::size_t>> repeated_defaults(const std::vector<Token>& t) {
+  auto space = [](const std::string& x) {
+    return x == "thread" || x == "threadgroup" || x == "device" || x == "constant";
+  };
+  std::vector<std::pair<std::size_t, std::size_t>> out;
+  std::vector<std::size_t> braces;
+  std::set<std::pair<std::size_t, std::string>> seen;  // (class body, declaration without spaces)
+  std::size_t start = 0;
+  for (std::size_t k = 0; t[k].kind != Token::End; ++k) {
+    const std::string& x = t[k].text;
+    if (x == "{") braces.push_back(k);
+    if (x == "}" && !braces.empty()) braces.pop_back();
+    if (x == ";" && k >= start + 2 && t[k - 2].text == "=" && (t[k - 1].text == "default" || t[k - 1].text == "delete")) {
+      std::string key;
+      bool qualified = false;
+      for (std::size_t q = start; q < k; ++q) {
+        const std::string& y = t[q].text;
+        if (t[q].kind == Token::Preproc) continue;
+        if (space(y) && q > start && (t[q - 1].text == ")" || t[q - 1].text == "const" || space(t[q - 1].text))) {
+          qualified = true;
+          continue;
+        }
+        key += y + " ";
+      }
+      if (!seen.insert({braces.empty() ? 0 : braces.back(), key}).second && qualified) out.emplace_back(start, k);
+    }
+    if (x == "{" || x == "}" || x == ";" || (x == ":" && k > 0 && (t[k - 1].text == "public" || t[k - 1].text == "private" ||
+                                                                  t[k - 1].text == "protected")))
+      start = k + 1;
+    while (t[start].kind == Token::Preproc) ++start;
+  }
+  return out;
+}
+}  // namespace
+
 std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderTarget target,
                          const RewriteOptions& options) {
   const bool validate = options.validate, carve_threadgroup = options.carve_threadgroup;
@@ -239,7 +321,8 @@ std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderT
         if (checked(p, true))
           edits.push_back({p.span_begin, p.span_end - p.span_begin, "bronze_bounded<" + p.def_type + "> " + p.info.name});
   }
-  std::vector<std::pair<std::size_t, std::size_t>> dropped = ps.dropped;
+  std::vector<std::pair<std::size_t, std::size_t>> dropped = ps.dropped, repeated = repeated_defaults(t);
+  dropped.insert(dropped.end(), repeated.begin(), repeated.end());
   for (std::size_t k = 0; k < ps.kernels.size(); ++k)  // another part's kernels
     if (!options.has_entry(k) && ps.kernels[k].instantiation_first <= ps.kernels[k].instantiation_last)
       dropped.emplace_back(ps.kernels[k].instantiation_first, ps.kernels[k].instantiation_last);
@@ -290,14 +373,8 @@ std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderT
       continue;
     }
     if (tok.kind == Token::Number) {
-      char last = tok.text.back();
-      bool hex = tok.text.size() > 1 && (tok.text[1] == 'x' || tok.text[1] == 'X');
-      if ((last == 'h' || last == 'H') && !hex) {  // half literal
-        edits.push_back({tok.offset, tok.text.size(), "((half)" + tok.text.substr(0, tok.text.size() - 1) + ")"});
-      } else if (!hex && tok.text.find_first_of(".eE") != std::string::npos && (std::isdigit((unsigned char)last) || last == '.')) {
-        // Metal has no double: an unsuffixed floating literal is a float.
-        edits.push_back({tok.offset + tok.text.size(), 0, "f"});
-      }
+      std::string lit = literal_edit(tok.text);
+      if (!lit.empty()) edits.push_back({tok.offset, tok.text.size(), lit});
       continue;
     }
     // The user's global namespace is bronze_msl, where the unit is compiled.
@@ -369,8 +446,10 @@ std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderT
         ++k;
       // After a parameter list it qualifies `this` (`f() threadgroup`).
       bool qualifier = i > 0 && (t[i - 1].text == ")" || t[i - 1].text == "const" || t[i - 1].text == "volatile");
-      bool variable = depth > 0 && !qualifier && t[k].text != "*" && t[k].text != "&" && t[k].text != ")" &&
-                      t[k].text != ",";
+      // A parameter (`f(threadgroup T shared[N])`) is a pointer, whatever its spelling.
+      bool parameter = i > 0 && (t[i - 1].text == "(" || t[i - 1].text == ",");
+      bool variable = depth > 0 && !qualifier && !parameter && t[k].text != "*" && t[k].text != "&" &&
+                      t[k].text != ")" && t[k].text != ",";
       if (!variable) {
         blank(tok);
         continue;

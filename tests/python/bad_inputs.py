@@ -129,6 +129,7 @@ CASES = [
     ("compile_shader(source)", "not a str", lambda: bronze.compile_shader(b"kernel"), TypeError, "source as str"),
     ("compile_shader(source)", "an error in the shader", lambda: bronze.compile_shader("kernel void f(device float* o) {\n  o[0] = nope;\n}"), bronze.ShaderCompileError, "shader.metal:2:10"),
     ("compile_shader(source)", "a texture parameter", lambda: bronze.compile_shader("kernel void f(texture2d<float> t) {}"), bronze.ShaderCompileError, "textures"),
+    ("compile_shader(source)", "a misspelled position attribute", lambda: bronze.compile_shader("kernel void f(device float* o, uint i [[thread_position_in_thread_group]]) {}"), bronze.ShaderCompileError, "did you mean [[thread_position_in_threadgroup]]"),
     ("compile_shader(source)", "a missing include", lambda: bronze.compile_shader('#include "absent.h"\n'), bronze.ShaderCompileError, "absent.h"),
     ("compile_shader(source)", "Metal 4 tensors", lambda: bronze.compile_shader("#include <metal_tensor>\n"), bronze.ShaderCompileError, "Metal 4"),
     ("compile_shader(source)", "a kernel template never instantiated", lambda: bronze.compile_shader("template <typename T>\nkernel void k(device T* x) {}\n"), bronze.ShaderCompileError, "instantiates none"),

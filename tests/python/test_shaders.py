@@ -1389,3 +1389,67 @@ def test_vectors_in_constant_expressions():
     out = bronze.zeros(4)
     lib.k(out, threads=2)
     assert out.numpy().tolist() == [2.5, 0, 2.5, 0]
+
+
+def test_candle_style_language_corners():
+    # Special members overloaded on `this`'s address space, a threadgroup
+    # array parameter, Metal's internal _numeric_limits_impl and
+    # __is_valid_simdgroup_type, a conditional whose last operand compares
+    # with '>', a GNU range designator with a half literal, and half4 *= float
+    # (ambiguous under NVRTC before, where half is a class).
+    lib = compile("""
+    template <typename T> struct indexed { uint i; T val; };
+    template <typename T> struct _numeric_limits_impl<indexed<T>> {
+      static constexpr indexed<T> lowest() { return indexed<T>{0, numeric_limits<T>::lowest()}; }
+    };
+    template <typename T> struct Acc {
+      T m;
+      constexpr Acc<T>() = default;
+      constexpr Acc<T>() threadgroup = default;
+    };
+    struct Gen {
+      float state;
+      Gen() thread = default;
+      Gen() threadgroup = default;
+      Gen() device = default;
+      Gen() constant = default;
+    };
+    template <typename T, uint N> struct block_sum {
+      threadgroup T* shared;
+      block_sum(threadgroup T shared[N]) { this->shared = shared; }
+      T total() { T s = 0; for (uint k = 0; k < N; ++k) s += shared[k]; return s; }
+    };
+    constant constexpr bool simd_ok = __is_valid_simdgroup_type<bfloat>::value && __is_valid_simdgroup_type<float4>::value &&
+                                      !__is_valid_simdgroup_type<bool>::value;
+    kernel void corners(device const bfloat* x [[buffer(0)]], device float* out [[buffer(1)]],
+                        constant bool& asc [[buffer(2)]], uint i [[thread_position_in_threadgroup]],
+                        uint l [[thread_index_in_simdgroup]]) {
+      threadgroup float shared[32];
+      Gen g; g.state = 1.0f;
+      Acc<float> a; a.m = 2.0f;
+      shared[i] = float(x[i]);
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+      block_sum<float, 32> b(shared);
+      const bool before = (asc ? x[i] < x[31 - i] : x[i] > x[31 - i]);
+      float fill[4] = { [0 ... 3] = 0.5h };
+      half4 lo = half4(2.0h);
+      const float ms = 0.5f;
+      lo *= ms;  // a half vector's compound assignment takes a float
+      lo += 1.0f;
+      const indexed<float> low = numeric_limits<indexed<float>>::lowest();
+      out[4 * i + 0] = b.total();
+      out[4 * i + 1] = before ? 1.0f : 0.0f;
+      out[4 * i + 2] = fill[i % 4] + g.state + a.m + float(lo.y);
+      out[4 * i + 3] = simd_ok && low.val == -FLT_MAX ? 1.0f : 0.0f;
+    }""")
+    x = np.arange(32, dtype=np.float32) - 10  # exact in bfloat
+    xb = bronze.tensor(x).to(dtype=bronze.bfloat16)
+    for asc in (True, False):
+        out = bronze.zeros(128)
+        lib.corners(xb, out, asc, threads=32, group_size=32)
+        got = out.cpu().numpy().reshape(32, 4)
+        np.testing.assert_array_equal(got[:, 0], np.full(32, x.sum()))
+        want = x < x[::-1] if asc else x > x[::-1]
+        np.testing.assert_array_equal(got[:, 1], want.astype(np.float32))
+        np.testing.assert_array_equal(got[:, 2], np.full(32, 5.5))
+        np.testing.assert_array_equal(got[:, 3], np.ones(32))

@@ -381,7 +381,8 @@ struct vec : vec_base<T, N> {
   vec& operator op##=(T b) { return *this = *this op b; }                                           \
   /* A scalar of another type converts to T (half4 * float is half4). */                           \
   template <class U, class = bronze_scalar_t<T, U>> friend vec operator op(vec a, U b) { return a op T(b); } \
-  template <class U, class = bronze_scalar_t<T, U>> friend vec operator op(U a, vec b) { return T(a) op b; }
+  template <class U, class = bronze_scalar_t<T, U>> friend vec operator op(U a, vec b) { return T(a) op b; } \
+  template <class U, class = bronze_scalar_t<T, U>> vec& operator op##=(U b) { return *this = *this op T(b); }
   BRONZE_VEC_OP(+) BRONZE_VEC_OP(-) BRONZE_VEC_OP(*) BRONZE_VEC_OP(/)
 #undef BRONZE_VEC_OP
 #define BRONZE_VEC_IOP(op)                                                                         \
@@ -939,27 +940,31 @@ template <class T, int N> inline vec<T, N> insert_bits(vec<T, N> base, vec<T, N>
 #undef BRONZE_LANES2
 #undef BRONZE_LANES3
 
+}  // namespace metal
 // numeric_limits: constexpr (kernels use them as reduction identities in
 // constant expressions), but for half on CUDA, whose conversion is an
-// instruction there.
-template <class T, bool = is_integral<T>::value> struct numeric_limits {
+// instruction there. As in Metal, it is _numeric_limits_impl's, which
+// libraries specialize for their own types, unqualified at global scope
+// (candle's indexed<T>): so that template is the user's global namespace's,
+// where EDG takes such a specialization.
+template <class T, bool = metal::is_integral<T>::value> struct _numeric_limits_impl {
   static constexpr bool is_specialized = false;
 };
-template <class T> struct numeric_limits<T, true> {
+template <class T> struct _numeric_limits_impl<T, true> {
   static constexpr bool is_specialized = true, is_signed = T(-1) < T(0), is_integer = true;
   static constexpr int digits = 8 * sizeof(T) - (T(-1) < T(0) ? 1 : 0);
   static constexpr T max() { return is_signed ? T((1ull << (8 * sizeof(T) - 1)) - 1) : T(~0ull); }
   static constexpr T min() { return is_signed ? T(-max() - 1) : T(0); }
   static constexpr T lowest() { return min(); }
 };
-template <> struct numeric_limits<bool, true> {
+template <> struct _numeric_limits_impl<bool, true> {
   static constexpr bool is_specialized = true, is_signed = false, is_integer = true;
   static constexpr bool max() { return true; }
   static constexpr bool min() { return false; }
   static constexpr bool lowest() { return false; }
 };
 #define BRONZE_FLOAT_LIMITS(T, CE, BITS, WORD, MAXB, MINB, EPSB, DIG)                                \
-  template <> struct numeric_limits<T, false> {                                                     \
+  template <> struct _numeric_limits_impl<T, false> {                                               \
     static constexpr bool is_specialized = true, is_signed = true, is_integer = false;              \
     static constexpr int digits = DIG;                                                              \
     typedef WORD word;                                                                              \
@@ -978,6 +983,9 @@ BRONZE_FLOAT_LIMITS(double, constexpr, 64, unsigned long long, 0x7feffffffffffff
 BRONZE_FLOAT_LIMITS(bfloat, constexpr, 16, unsigned short, 0x7f7fu, 0x0080u, 0x3c00u, 8)
 BRONZE_FLOAT_LIMITS(half, constexpr, 16, unsigned short, 0x7bffu, 0x0400u, 0x1400u, 11)
 #undef BRONZE_FLOAT_LIMITS
+namespace metal {
+using bronze_msl::_numeric_limits_impl;
+template <class T> struct numeric_limits : _numeric_limits_impl<T> {};
 // The bit fields of a floating type's encoding (Metal's internal
 // _fp_encoding_traits, which bfloat and fp8 converters in MLX and
 // kernels-community read).
@@ -1424,6 +1432,11 @@ BRONZE_SIMD_VEC1(simd_sum) BRONZE_SIMD_VEC1(simd_product) BRONZE_SIMD_VEC1(simd_
 template <class T, int N> inline vec<T, N> simd_broadcast(vec<T, N> x, ushort lane BRONZE_SITE) {
   return simd_broadcast<vec<T, N>>(x, lane BRONZE_AT);
 }
+// Metal's internal test of a simdgroup function's operand (candle's
+// reduce.metal reads it): a number or a vector of numbers, not bool.
+template <class T>
+struct __is_valid_simdgroup_type : bool_constant<is_arithmetic<typename vec_traits<T>::elem>::value &&
+                                                 !is_same<typename vec_traits<T>::elem, bool>::value> {};
 }  // namespace metal
 using namespace metal;
 
