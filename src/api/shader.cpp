@@ -224,16 +224,21 @@ std::vector<runtime::ModuleObject> build_module(const runtime::ShaderBackend& ba
   return objects;
 }
 
+// What loading kernel k of a Metal unit's module looks up there.
+runtime::ModuleKernel module_kernel(const shader::ParsedSource& ps, std::size_t k) {
+  runtime::ModuleKernel m;
+  m.symbol = shader::entry_symbol(k);
+  m.table_symbol = shader::layout_symbol(k);
+  m.table_words = shader::layout_words(ps.kernels[k]);
+  m.tgmem_symbol = shader::tgmem_symbol(k);  // CUDA: only where arrays are carved (GPUs tell the rest)
+  return m;
+}
+
 // A built Metal unit, loaded on device d: objects are its parts (build_module).
 std::shared_ptr<detail::LibraryImpl> load_unit(const Device& d, const std::string& unit, const shader::ParsedSource& ps,
                                                const std::vector<runtime::ModuleObject>& objects) {
   std::vector<runtime::ModuleKernel> mk(ps.kernels.size());
-  for (std::size_t k = 0; k < mk.size(); ++k) {
-    mk[k].symbol = shader::entry_symbol(k);
-    mk[k].table_symbol = shader::layout_symbol(k);
-    mk[k].table_words = shader::layout_words(ps.kernels[k]);
-    mk[k].tgmem_symbol = shader::tgmem_symbol(k);  // CUDA: only where arrays are carved (GPUs tell the rest)
-  }
+  for (std::size_t k = 0; k < mk.size(); ++k) mk[k] = module_kernel(ps, k);
   for (std::size_t p = 0; p < objects.size(); ++p) {
     auto [first, last] = part_range(p, objects.size(), mk.size());
     std::vector<runtime::ModuleKernel> part(std::make_move_iterator(mk.begin() + first),
@@ -288,9 +293,7 @@ const detail::LibraryImpl::Aliased& aliased_entry(detail::LibraryImpl& lib, std:
   src.gpu_arch = runtime::device_impl(lib.device).gpu_arch();
   runtime::ModuleObject o = runtime::shader_backend(lib.device.type).build(src);
   if (!o.ok) shader::raise_build_error(o.diagnostics, ps, tu.files);
-  std::vector<runtime::ModuleKernel> mk(1);
-  mk[0].symbol = shader::entry_symbol(k);
-  mk[0].tgmem_symbol = shader::tgmem_symbol(k);
+  std::vector<runtime::ModuleKernel> mk = {module_kernel(ps, k)};
   runtime::device_impl(lib.device).load_module(o, mk);
   a.max_threads = mk[0].max_threads;
   a.entry = mk[0].entry;
