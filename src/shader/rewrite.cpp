@@ -149,15 +149,17 @@ class Conditionals {
     return 0;
   }
 
+  // Whether the token at k starts one of << >> <= >=, which are two tokens here.
+  bool two_token_operator(std::size_t k) const {
+    return adjacent(k) && (is(k + 1, "=") || t_[k + 1].text == t_[k].text);
+  }
+
   // Whether the conditional whose '?' is at q stands in a template argument
   // list (`vec<T, N ? 1 : 2>`): the nearest bracket open around it is a '<'
   // after a name. Elsewhere (`(asc ? a < b : a > b)`) a '>' compares.
   bool in_template_arguments(std::size_t q) const {
     int depth = 0, angles = 0;
-    auto comparison = [&](std::size_t k) {  // << >> <= >= are two tokens here
-      return (adjacent(k) && (is(k + 1, "=") || t_[k + 1].text == t_[k].text)) ||
-             (k > 0 && adjacent(k - 1) && t_[k - 1].text == t_[k].text);
-    };
+    auto comparison = [&](std::size_t k) { return two_token_operator(k) || (k > 0 && two_token_operator(k - 1)); };
     for (std::size_t k = q; k-- > 0;) {
       if (t_[k].kind == Token::Preproc || (depth == 0 && (is(k, ";") || is(k, "{") || is(k, "}")))) return false;
       if (closes(k)) ++depth;
@@ -183,8 +185,8 @@ class Conditionals {
       if (x == ";" || x == ",") break;
       if (x == "?") ++nested;
       if (x == ":" && nested-- == 0) break;
-      if (x == "<" || x == ">") {  // << >> <= >= are two tokens here
-        if (adjacent(k) && (is(k + 1, x.c_str()) || is(k + 1, "="))) { ++k; continue; }
+      if (x == "<" || x == ">") {
+        if (two_token_operator(k)) { ++k; continue; }
         if (x == ">") {
           if (templated) break;  // closes the template argument list around the conditional
           continue;
