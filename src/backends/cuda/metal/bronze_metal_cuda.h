@@ -165,11 +165,27 @@ template <class TA, class TB> struct sgm_native {
   static constexpr sgm_layout a = tensor_cores ? sgm_layout::rows : sgm_home, c = a;
   static constexpr sgm_layout b = tensor_cores ? sgm_layout::cols : sgm_home;
 };
+template <class T> inline unsigned sgm_word(vec<T, 2> v) {
+  unsigned w = 0;
+  BRONZE_MEMCPY(&w, &v, sizeof(v));
+  return w;
+}
 // e from layout From into To: a shuffle per element, one for both where the
-// two layouts keep the same column pairs (apple and rows).
+// two layouts keep the same column pairs (apple and rows). cols is the
+// transpose of rows, which for 16-bit elements on sm_75 and newer is one
+// movmatrix instead of two shuffles (each b operand of a tensor-core multiply
+// takes that move).
 template <sgm_layout From, sgm_layout To, class T> inline vec<T, 2> sgm_move(vec<T, 2> e) {
   if constexpr (From == To) {
     return e;
+#if __CUDA_ARCH__ >= 750
+  } else if constexpr (To == sgm_layout::cols && From != sgm_layout::cols && sizeof(T) == 2) {
+    unsigned t, w = sgm_word(sgm_move<From, sgm_layout::rows>(e));
+    asm("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;" : "=r"(t) : "r"(w));
+    vec<T, 2> r;
+    BRONZE_MEMCPY(&r, &t, sizeof(r));
+    return r;
+#endif
   } else {
     const uint me = lane();
     const sgm_rc first = sgm_coord(To, me, 0), at = sgm_holder(From, first.r, first.c);
@@ -179,11 +195,6 @@ template <sgm_layout From, sgm_layout To, class T> inline vec<T, 2> sgm_move(vec
     const vec<T, 2> w = shfl(0xffffffffu, e, (int)at2.r);
     return vec<T, 2>(at.c ? v[1] : v[0], at2.c ? w[1] : w[0]);  // selects: an index by lane goes through memory
   }
-}
-template <class T> inline unsigned sgm_word(vec<T, 2> v) {
-  unsigned w = 0;
-  BRONZE_MEMCPY(&w, &v, sizeof(v));
-  return w;
 }
 // d = a * b + c, the operands in sgm_native's layouts.
 template <class TD, class TA, class TB, class TC>
