@@ -75,6 +75,15 @@ class ShaderCompileError : public Error {
   int line_, column_;
 };
 
+// A shader includes a part of Metal that bronze has no emulation of (Metal
+// 4's <metal_tensor> and <MetalPerformancePrimitives>), reported at the
+// user's #include. Python raises it as both ShaderCompileError and
+// NotSupportedError.
+class ShaderNotSupportedError : public ShaderCompileError {
+ public:
+  using ShaderCompileError::ShaderCompileError;
+};
+
 // A library has no kernel of the requested name.
 class KernelNotFoundError : public Error {
  public:

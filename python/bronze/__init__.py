@@ -74,6 +74,7 @@ from .errors import (  # noqa: F401
     OutOfMemoryError,
     ProfilerError,
     ShaderCompileError,
+    ShaderNotSupportedError,
 )
 from . import event, profiler  # noqa: F401
 from ._streams import stream  # noqa: F401

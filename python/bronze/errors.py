@@ -49,6 +49,12 @@ class ShaderCompileError(BronzeError, SyntaxError):
         return self.msg
 
 
+class ShaderNotSupportedError(ShaderCompileError, NotSupportedError):
+    """The shader includes a part of Metal bronze has no emulation of (Metal
+    4's <metal_tensor> and <MetalPerformancePrimitives>); lineno is its
+    #include's line."""
+
+
 class KernelNotFoundError(BronzeError, AttributeError):
     """A library has no kernel of that name."""
 

@@ -52,6 +52,7 @@ void bind_errors(nb::module_& m) {
     static PyObject* device = py_class("DeviceError");
     static PyObject* unsupported = py_class("NotSupportedError");
     static PyObject* compile = py_class("ShaderCompileError");
+    static PyObject* compile_unsupported = py_class("ShaderNotSupportedError");
     static PyObject* notfound = py_class("KernelNotFoundError");
     static PyObject* argument = py_class("KernelArgumentError");
     try {
@@ -60,8 +61,9 @@ void bind_errors(nb::module_& m) {
       nb::object exc = nb::borrow(oom)(e.what(), e.requested(), e.allocated(), e.reserved(), e.limit());
       PyErr_SetObject(oom, exc.ptr());
     } catch (const ShaderCompileError& e) {
-      nb::object exc = e.line() > 0 ? nb::borrow(compile)(e.what(), e.line(), e.column()) : nb::borrow(compile)(e.what());
-      PyErr_SetObject(compile, exc.ptr());
+      PyObject* type = dynamic_cast<const ShaderNotSupportedError*>(&e) ? compile_unsupported : compile;
+      nb::object exc = e.line() > 0 ? nb::borrow(type)(e.what(), e.line(), e.column()) : nb::borrow(type)(e.what());
+      PyErr_SetObject(type, exc.ptr());
     } catch (const KernelNotFoundError& e) {
       raise(notfound, e.what());
     } catch (const DeviceError& e) {

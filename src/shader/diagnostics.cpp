@@ -116,12 +116,17 @@ bool user_file(const std::string& name, const std::vector<SourceFile>& files) {
     if (first.text.empty()) first = d;
     else if (others++ < 5) rest += d.text + "\n";
   }
+  bool not_supported = false;  // the header is one bronze has no emulation of
   if (first.text.empty() && !other.text.empty() && !include.file.empty()) {
     // An error inside a header bronze provides (an unsupported Metal
     // header): reported at the user's #include.
     std::string msg = other.text.substr(other.text.find(": error: ") != std::string::npos
                                             ? other.text.find(": error: ") + 9
                                             : other.text.find("error: ") + 7);
+    if (std::size_t at = msg.find(kNotSupported); at != std::string::npos) {  // the #error's text alone
+      not_supported = true;
+      msg = msg.substr(at, msg.find('"', at) - at);
+    }
     first = include;
     first.col = 0;
     first.text = include.file + ":" + std::to_string(include.line) + ": error: " + msg;
@@ -143,6 +148,7 @@ bool user_file(const std::string& name, const std::vector<SourceFile>& files) {
       }
       excerpt = source_excerpt(f.text, first.line, first.col);
     }
+  if (not_supported) throw ShaderNotSupportedError(first.text + "\n" + excerpt + rest, first.line, first.col);
   throw ShaderCompileError(first.text + "\n" + excerpt + rest, first.line, first.col);
 }
 

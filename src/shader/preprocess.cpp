@@ -217,7 +217,7 @@ TranslationUnit preprocess(const std::string& source, const SourceOptions& o) {
     for (const char* h : kMetalHeaders) write_file(work + "/" + kSdkDir + "/" + h, "");
     for (const auto& [h, what] : kUnsupportedHeaders)
       write_file(work + "/" + kSdkDir + "/" + h,
-                 std::string("#error \"bronze does not support ") + what + ": no emulation of it exists\"\n");
+                 std::string("#error \"") + kNotSupported + what + ": no emulation of it exists\"\n");
     if (!o.torch_include_dir.empty()) {
       ::mkdir((work + "/" + kTorchDir).c_str(), 0700);
       ::mkdir((work + "/" + kTorchDir + "/c10").c_str(), 0700);

@@ -27,6 +27,10 @@ struct SourceOptions {
   std::string math_mode = "fast";  // appended to the unit (parser.hpp, kMathModePragma)
 };
 
+// How the #error of a Metal header bronze has no emulation of begins
+// (diagnostics raise ShaderNotSupportedError for it).
+inline constexpr const char kNotSupported[] = "bronze does not support ";
+
 // The lines that give a unit its function constant values (kConstantPragma).
 std::string constant_pragmas(const std::vector<std::pair<std::string, std::string>>& constants);
 
@@ -57,7 +61,8 @@ struct TranslationUnit {
 };
 
 // Throws ShaderCompileError at the user's line for a preprocessor error (a
-// missing include, an #error), NotSupportedError without a host compiler.
+// missing include, an #error; ShaderNotSupportedError for a Metal 4 header),
+// NotSupportedError without a host compiler.
 TranslationUnit preprocess(const std::string& source, const SourceOptions& options);
 
 // The macros Apple's compiler predefines for a Metal 3.2 compute library,

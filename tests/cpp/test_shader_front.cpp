@@ -156,6 +156,14 @@ TEST(ShaderFront, PreprocessorErrorsPointAtTheUsersLine) {
   auto tensor = compile_error([] { front("#include <metal_stdlib>\n#include <metal_tensor>\n"); });
   EXPECT_EQ(tensor.line(), 2);
   EXPECT_NE(std::string(tensor.what()).find("Metal 4"), std::string::npos) << tensor.what();
+  EXPECT_THROW(front("#include <MetalPerformancePrimitives/MetalPerformancePrimitives.h>\n"),
+               bronze::ShaderNotSupportedError);
+  try {  // a missing header of the user's is an error of theirs, not one bronze lacks
+    front("#include \"absent.h\"\n");
+  } catch (const bronze::ShaderNotSupportedError& e) {
+    ADD_FAILURE() << e.what();
+  } catch (const bronze::ShaderCompileError&) {
+  }
   EXPECT_THROW(front("", [] {
                  bs::SourceOptions o;
                  o.headers = {{"../escape.h", ""}};

@@ -758,6 +758,20 @@ def test_includes_stay_inside_their_roots_and_other_files_are_never_echoed():
     assert "root:" not in str(info.value)
 
 
+@pytest.mark.parametrize("header", ["metal_tensor", "MetalPerformancePrimitives/MetalPerformancePrimitives.h"])
+def test_metal_4_headers_are_not_supported_at_the_users_include(header):
+    kernel = "kernel void k(device float* x, uint i [[thread_position_in_grid]]) { x[i] = 1; }\n"
+    # MLX's _nax kernels include Metal 4's headers only where the Metal
+    # version has them: under bronze's Metal 3.2 that branch drops out.
+    guarded = f"#include <metal_stdlib>\n#if __METAL_VERSION__ >= 400\n#include <{header}>\n#endif\n" + kernel
+    assert bronze.compile_shader(guarded).kernel_names == ["k"]
+    with pytest.raises(bronze.ShaderNotSupportedError, match=r"shader\.metal:2: error: bronze does not support <") as info:
+        bronze.compile_shader(f"#include <metal_stdlib>\n#include <{header}>\n" + kernel)
+    assert isinstance(info.value, bronze.NotSupportedError) and isinstance(info.value, bronze.ShaderCompileError)
+    assert info.value.lineno == 2
+    assert bronze.compile_shader(kernel).kernel_names == ["k"]
+
+
 @pytest.mark.parametrize("case", ["dev-zero", "macro-bomb", "fifo"])
 def test_the_compiler_runs_bounded(case, tmp_path):
     import subprocess
