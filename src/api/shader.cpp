@@ -640,6 +640,7 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
   l.keepalive.reserve(nargs + 1);  // the buffers and the library: one allocation
   const Tensor* first_tensor = nullptr;
   std::vector<shader::BufferUse> uses;  // for a restricted library's alias check
+  if (lib_->restricted) uses.reserve(nargs);
   auto use = [&](const Tensor& t, bool written) {
     if (!lib_->restricted) return;
     auto begin = reinterpret_cast<std::uintptr_t>(t.data_ptr());
