@@ -93,6 +93,29 @@ bool included_from(const std::string& l, const std::vector<SourceFile>& files, D
   return false;
 }
 
+// Where the user's code instantiated a template of bronze's headers that
+// failed there: GCC's "f.metal:42:7:   required from here" (before the error)
+// and NVRTC's "detected during ... at line 42 of f.metal" (after it).
+bool instantiated_at(const std::string& l, Diagnostic& d) {
+  std::size_t req = l.find(":   required from");
+  if (req != std::string::npos) {
+    std::size_t c2 = l.rfind(':', req - 1), c1 = c2 == std::string::npos || c2 == 0 ? std::string::npos : l.rfind(':', c2 - 1);
+    if (c1 == std::string::npos) return false;
+    d.file = l.substr(0, c1);
+    d.line = std::atoi(l.c_str() + c1 + 1);
+    d.col = std::atoi(l.c_str() + c2 + 1);
+    return d.line > 0;
+  }
+  std::size_t at = l.find(" at line ");
+  std::size_t of = at == std::string::npos ? at : l.find(" of ", at);
+  if (of == std::string::npos) return false;
+  d.line = std::atoi(l.c_str() + at + 9);
+  d.col = 0;
+  d.file = l.substr(of + 4);
+  if (d.file.size() > 1 && d.file.front() == '"') d.file = d.file.substr(1, d.file.find('"', 1) - 1);
+  return d.line > 0;
+}
+
 bool user_file(const std::string& name, const std::vector<SourceFile>& files) {
   for (const SourceFile& f : files)
     if (f.name == name) return true;
@@ -102,15 +125,23 @@ bool user_file(const std::string& name, const std::vector<SourceFile>& files) {
 
 [[noreturn]] void raise_compile_error(const std::string& diag, const std::vector<SourceFile>& files) {
   std::vector<std::string> lines = split_lines(diag);
-  Diagnostic first, other, include;
+  Diagnostic first, other, include, required, other_at;
   std::string rest;
   int others = 0;
   for (std::size_t i = 0; i < lines.size(); ++i) {
     Diagnostic d;
     if (included_from(lines[i], files, d) && other.text.empty()) include = d;
+    if (instantiated_at(lines[i], d) && user_file(d.file, files)) {
+      if (other.text.empty()) required = d;       // GCC: before the error
+      else if (other_at.file.empty()) other_at = d;  // NVRTC: after it
+      continue;
+    }
     if (!parse_line(lines, i, d)) continue;
     if (!user_file(d.file, files)) {
-      if (other.text.empty()) other = d;
+      if (other.text.empty()) {
+        other = d;
+        other_at = required;
+      }
       continue;
     }
     if (first.text.empty()) first = d;
@@ -130,6 +161,14 @@ bool user_file(const std::string& name, const std::vector<SourceFile>& files) {
     first = include;
     first.col = 0;
     first.text = include.file + ":" + std::to_string(include.line) + ": error: " + msg;
+  }
+  if (first.text.empty() && !other.text.empty() && !other_at.file.empty()) {
+    // An error inside bronze's headers, in a template the user's line
+    // instantiated (`as_type<half4>(u.xy)` of sizes that differ): there.
+    std::size_t e = other.text.find("error: ");
+    first = other_at;
+    first.text = other_at.file + ":" + std::to_string(other_at.line) + ":" + std::to_string(other_at.col) + ": " +
+                 other.text.substr(e == std::string::npos ? 0 : e);
   }
   if (first.text.empty()) {
     // Nothing in the user's files: an error bronze's generated entry exposed.

@@ -407,6 +407,21 @@ std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderT
       i = k;
       continue;
     }
+    if (tok.text == "(" && t[i + 1].kind == Token::Ident) {
+      // A C compound literal, `(float4){ a, b, c, d }` (gpt-oss's kernels):
+      // Clang and G++ take it, NVRTC not; without the parentheses it is
+      // C++'s `float4{...}`. Only where an expression starts: `if (x) {`
+      // and `f(int) {` follow a name or a ')'.
+      std::size_t k = i + 1;
+      while (t[k + 1].text == "::" && t[k + 2].kind == Token::Ident) k += 2;
+      static const std::set<std::string> starts = {"=", "(", ",", "return", "?", ":", "{", "[", "+", "-", "*", "/"};
+      if (t[k + 1].text == ")" && t[k + 2].text == "{" && i > 0 && starts.count(t[i - 1].text)) {
+        blank(tok);
+        blank(t[k + 1]);
+        i = k + 1;
+        continue;
+      }
+    }
     if (tok.kind != Token::Ident) continue;
     const std::string& x = tok.text;
     if (validate && x == "reinterpret_cast" && t[i + 1].text == "<") {

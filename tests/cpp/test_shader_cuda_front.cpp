@@ -97,6 +97,30 @@ TEST(CompileErrors, NvrtcMessagesPointIntoTheUsersSource) {
   }
 }
 
+TEST(CompileErrors, ErrorsInBronzesHeadersPointAtTheUsersInstantiation) {
+  std::string src = "kernel void k(device uint4* u, device half4* o) {\n  o[0] = as_type<half4>(u[0]);\n}\n";
+  const std::string gcc =
+      "In file included from /tmp/b/kernel.cpp:2:\n"
+      "/tmp/b/bronze_metal.h: In instantiation of 'To as_type(const From&) [with To = half4; From = uint4]':\n"
+      "shader.metal:2:24:   required from here\n"
+      "/tmp/b/bronze_metal.h:840:28: error: static assertion failed: as_type needs types of one size\n";
+  const std::string nvrtc =
+      "bronze_metal.h(840): error: static assertion failed with \"as_type needs types of one size\"\n"
+      "    static_assert(sizeof(To) == sizeof(From), \"as_type needs types of one size\");\n    ^\n"
+      "          detected during instantiation of \"To as_type<To,From>(const From &) [with To=half4, From=uint4]\" "
+      "at line 2 of shader.metal\n\n1 error detected in the compilation of \"bronze-shader.cu\".\n";
+  for (const std::string& log : {gcc, nvrtc}) {
+    try {
+      bs::raise_compile_error(log, {{"shader.metal", src}});
+      FAIL();
+    } catch (const bronze::ShaderCompileError& e) {
+      EXPECT_EQ(e.line(), 2) << e.what();
+      EXPECT_NE(std::string(e.what()).find("as_type needs types of one size"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("o[0] = as_type<half4>(u[0]);"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(CudaTranslation, MetalKernelsCompileWithNvrtc) {
   if (!bronze::cuda::nvrtc_available()) GTEST_SKIP() << bronze::cuda::nvrtc_status();
   std::string src = R"(#include <metal_stdlib>

@@ -128,6 +128,7 @@ CASES = [
     ("set_rng_state(state)", "wrong size", lambda: bronze.set_rng_state(bronze.zeros(10, dtype=bronze.uint8)), RuntimeError, "must be 44 bytes"),
     ("compile_shader(source)", "not a str", lambda: bronze.compile_shader(b"kernel"), TypeError, "source as str"),
     ("compile_shader(source)", "an error in the shader", lambda: bronze.compile_shader("kernel void f(device float* o) {\n  o[0] = nope;\n}"), bronze.ShaderCompileError, "shader.metal:2:10"),
+    ("compile_shader(source)", "Metal's library used wrongly (as_type between sizes)", lambda: bronze.compile_shader("kernel void f(device uint4* u, device half4* o) {\n  o[0] = as_type<half4>(u[0]);\n}"), bronze.ShaderCompileError, "shader.metal:2:24: error: static assertion failed: as_type needs types of one size"),
     ("compile_shader(source)", "a texture parameter", lambda: bronze.compile_shader("kernel void f(texture2d<float> t) {}"), bronze.ShaderCompileError, "textures"),
     ("compile_shader(source)", "a misspelled position attribute", lambda: bronze.compile_shader("kernel void f(device float* o, uint i [[thread_position_in_thread_group]]) {}"), bronze.ShaderCompileError, "did you mean [[thread_position_in_threadgroup]]"),
     ("compile_shader(source)", "a missing include", lambda: bronze.compile_shader('#include "absent.h"\n'), bronze.ShaderCompileError, "absent.h"),

@@ -1453,3 +1453,57 @@ def test_candle_style_language_corners():
         np.testing.assert_array_equal(got[:, 1], want.astype(np.float32))
         np.testing.assert_array_equal(got[:, 2], np.full(32, 5.5))
         np.testing.assert_array_equal(got[:, 3], np.ones(32))
+
+
+def test_gpt_oss_and_paged_attention_style_corners():
+    # as_type of a swizzle (the vector it reads, not the view's storage),
+    # select with a scalar beside vectors, a C compound literal, uintptr_t
+    # pointer arithmetic, Metal 3.1's 64-bit atomic min and max, and a
+    # library's own dot templates beside Metal's (Metal's vector dot is the
+    # more specialized; Metal has no scalar one, so the library's is used).
+    lib = compile("""
+    struct pair_t { float lo; float hi; };
+    template <typename T> inline float my_sum(T v) { return v; }
+    template <> inline float my_sum(float4 v) { return v.x + v.y + v.z + v.w; }
+    template <typename T> inline float dot(T a, T b) { return my_sum(a * b) + 100.0f; }
+    template <typename A, typename T> inline float dot(T a, T b) { return 0.0f; }
+    kernel void corners(device const uint4* bits [[buffer(0)]], device const float4* x [[buffer(1)]],
+                        device float* out [[buffer(2)]], device metal::atomic_ulong* lohi [[buffer(3)]],
+                        uint i [[thread_position_in_grid]]) {
+      const uint4 b = bits[0];
+      const float4 h = float4(as_type<half4>(b.zw));
+      const float4 masked = metal::select(x[i], -INFINITY, x[i] < 0.0f);
+      const uint4 idx = metal::select(uint4(i), 0xFFFFFFFFu, x[i] < 0.0f);
+      const float4 lit = (float4) { h.x, h.y, 1.0f, 2.0f };
+      const pair_t p = (pair_t) { lit.z, lit.w };
+      device const float4* next = (device const float4*) ((uintptr_t) x + sizeof(float4));
+      out[8 * i + 0] = h.x + h.w;
+      out[8 * i + 1] = masked.x + masked.y;
+      out[8 * i + 2] = float(idx.x == 0xFFFFFFFFu) + float(idx.y == 0xFFFFFFFFu);
+      out[8 * i + 3] = lit.x + lit.y + p.lo + p.hi;
+      out[8 * i + 4] = next[0].x;
+      out[8 * i + 5] = dot(x[i], x[i]);
+      out[8 * i + 6] = dot(x[i].x, 3.0f);
+      out[8 * i + 7] = metal::dot(x[i], float4(1.0f));
+      atomic_min_explicit(&lohi[0], ulong(i) << 40 | 7ul, memory_order_relaxed);
+      atomic_max_explicit(&lohi[1], ulong(i) << 40 | 7ul, memory_order_relaxed);
+    }""")
+    halves = np.array([0.5, -2.0, 3.25, 8.0, 1.5, 0.25, -4.0, 6.0], dtype=np.float16)
+    bits = bronze.tensor(halves.view(np.uint32))
+    n = 64
+    x = np.random.default_rng(3).standard_normal((n, 4)).astype(np.float32)
+    out = bronze.zeros(8 * n)
+    lohi = bronze.tensor(np.array([np.iinfo(np.uint64).max, 0], dtype=np.uint64))
+    lib.corners(bits, bronze.tensor(x.reshape(-1)), out, lohi, threads=n)
+    got = out.cpu().numpy().reshape(n, 8)
+    h = halves[4:8].astype(np.float32)  # b.zw: the third and fourth words, halves 4..7
+    np.testing.assert_array_equal(got[:, 0], np.full(n, h[0] + h[3]))
+    masked = np.where(x < 0, -np.inf, x)
+    np.testing.assert_array_equal(got[:, 1], masked[:, 0] + masked[:, 1])
+    np.testing.assert_array_equal(got[:, 2], (x[:, 0] < 0).astype(np.float32) + (x[:, 1] < 0))
+    np.testing.assert_array_equal(got[:, 3], np.full(n, h[0] + h[1] + 3.0))
+    np.testing.assert_array_equal(got[:, 4], np.full(n, x[1, 0]))
+    np.testing.assert_allclose(got[:, 5], (x * x).sum(1), rtol=1e-5)    # Metal's dot for vectors, as on a Mac
+    np.testing.assert_allclose(got[:, 6], x[:, 0] * 3 + 100, rtol=1e-6)  # the library's for scalars
+    np.testing.assert_allclose(got[:, 7], x.sum(1), rtol=1e-5, atol=1e-6)  # Metal's, qualified
+    assert lohi.cpu().numpy().tolist() == [7, (n - 1) << 40 | 7]

@@ -67,6 +67,8 @@ typedef int int32_t;
 typedef unsigned int uint32_t;
 typedef long long int64_t;
 typedef unsigned long long uint64_t;
+typedef long intptr_t;
+typedef unsigned long uintptr_t;
 
 // half as Metal has it: implicit conversions both ways; half op half and
 // half op integer give half, half op float gives float. Arithmetic goes
@@ -792,6 +794,9 @@ inline float copysign(float a, float b) { return BRONZE_M(copysignf)(a, b); }
 template <class T> inline T sincos(T x, T& c) { c = cos(x); return sin(x); }
 template <class T> inline T select(T a, T b, bool c) { return c ? b : a; }
 template <class T, int N> inline vec<T, N> select(vec<T, N> a, vec<T, N> b, vec<bool, N> c) { for (int i = 0; i < N; ++i) a.s[i] = c.s[i] ? b.s[i] : a.s[i]; return a; }
+// select(float4, -INFINITY, bool4) and its mirror: the scalar is widened.
+template <class T, int N> inline vec<T, N> select(vec<T, N> a, bronze_same_t<T> b, vec<bool, N> c) { return select(a, vec<T, N>(b), c); }
+template <class T, int N> inline vec<T, N> select(bronze_same_t<T> a, vec<T, N> b, vec<bool, N> c) { return select(vec<T, N>(a), b, c); }
 template <class T> inline bool isnan(T x) { return x != x; }
 template <class T> inline bool isinf(T x) { return x == T(BRONZE_INF) || x == T(-BRONZE_INF); }
 template <class T> inline bool isfinite(T x) { return !isnan(x) && !isinf(x); }
@@ -815,7 +820,13 @@ template <int N> inline bool all(vec<bool, N> v) { for (int i = 0; i < N; ++i) i
 template <int N> inline bool any(vec<bool, N> v) { for (int i = 0; i < N; ++i) if (v.s[i]) return true; return false; }
 inline bool all(bool b) { return b; }
 inline bool any(bool b) { return b; }
-template <class T> inline typename bronze_if_<vec_traits<T>::n == 1, T>::type dot(T a, T b) { return a * b; }
+// dot of scalars: a library's own (ggml's `float dot(float, float)`, a
+// `template <class T> float dot(T, T)`) wins over it, the trailing pack
+// making this template the less specialized.
+template <class T, class... None> inline typename bronze_if_<vec_traits<T>::n == 1, T>::type dot(T a, T b, None...) {
+  static_assert(sizeof...(None) == 0, "dot takes two operands");
+  return a * b;
+}
 template <class T, int N> inline T dot(const vec<T, N>& a, const vec<T, N>& b) { T r = T(0); for (int i = 0; i < N; ++i) r += a.s[i] * b.s[i]; return r; }
 template <class T, int N> inline T length(const vec<T, N>& a) { return T(sqrt(dot(a, a))); }
 template <class T, int N> inline T length_squared(const vec<T, N>& a) { return dot(a, a); }
@@ -841,6 +852,11 @@ inline typename bronze_if_<!bronze_bit_castable<To, From>::value, To>::type as_t
   To t;
   BRONZE_MEMCPY(&t, &f, sizeof(To));
   return t;
+}
+// A swizzle (`as_type<half4>(u.xy)`) by the vector it reads, not the view's
+// storage, which is the whole vector.
+template <class To, class T, int S, int... I> inline To as_type(const swz<T, S, I...>& f) {
+  return as_type<To>(typename swz<T, S, I...>::result(f));
 }
 // Integer functions, at T's own width (clz(ushort(1)) is 15), per lane for
 // vectors. Saturating ones clamp to T's range.
@@ -1193,6 +1209,7 @@ typedef bronze_atomic<int> atomic_int;
 typedef bronze_atomic<uint> atomic_uint;
 typedef bronze_atomic<float> atomic_float;
 typedef bronze_atomic<bool> atomic_bool;
+typedef bronze_atomic<ulong> atomic_ulong;  // Metal 3.1: device memory, min and max only
 namespace metal {
 template <class T> using atomic = bronze_atomic<T>;
 }
@@ -1406,6 +1423,9 @@ constexpr sgm_rc sgm_holder(sgm_layout L, uint r, uint c) {
 #else
 #include "bronze_metal_cpu.h"
 #endif
+// Metal 3.1's 64-bit atomics: min and max of a ulong, returning nothing.
+inline void atomic_min_explicit(atomic_ulong* a, ulong x, memory_order o) { atomic_fetch_min_explicit(a, x, o); }
+inline void atomic_max_explicit(atomic_ulong* a, ulong x, memory_order o) { atomic_fetch_max_explicit(a, x, o); }
 namespace metal {
 // Metal declares these per type, not as one template: a library's template
 // of the same name seen beside them (PyTorch's c10::metal::simd_sum, brought
@@ -1532,6 +1552,9 @@ using ::bronze_msl::atomic_load_explicit;
 using ::bronze_msl::atomic_store_explicit;
 using ::bronze_msl::atomic_thread_fence;
 using ::bronze_msl::atomic_uint;
+using ::bronze_msl::atomic_ulong;
+using ::bronze_msl::atomic_max_explicit;
+using ::bronze_msl::atomic_min_explicit;
 using ::bronze_msl::memory_order;
 using ::bronze_msl::simdgroup_barrier;
 using ::bronze_msl::thread_scope;

@@ -294,8 +294,9 @@ inline bool simd_is_first() { return (int)bronze_rt::lane() == bronze_rt::first_
 }  // namespace metal
 
 // -------------------------------------------------------------- atomics
-// Relaxed order only (all Metal offers). int/uint/float map to the hardware
-// atomics; the rest is a compare-and-swap loop on the 32-bit word.
+// Relaxed order only (all Metal offers). int/uint/float, and ulong's min and
+// max, map to the hardware atomics; the rest is a compare-and-swap loop on
+// the 32-bit word.
 namespace bronze_rt {
 template <class T> inline unsigned to_word(T v) {
   static_assert(sizeof(T) == 4, "bronze's CUDA atomics take 32-bit types");
@@ -346,10 +347,12 @@ template <class T, class U> inline T atomic_fetch_sub_explicit(bronze_atomic<T>*
 }
 template <class T, class U> inline T atomic_fetch_max_explicit(bronze_atomic<T>* a, U x, memory_order) {
   if constexpr (bronze_rt::is_word_int<T>) return atomicMax(&a->v, T(x));
+  else if constexpr (bronze_rt::same<T, ulong>::value) return atomicMax((unsigned long long*)&a->v, (unsigned long long)x);
   else return bronze_rt::rmw(&a->v, [&](T o) { return o < T(x) ? T(x) : o; });
 }
 template <class T, class U> inline T atomic_fetch_min_explicit(bronze_atomic<T>* a, U x, memory_order) {
   if constexpr (bronze_rt::is_word_int<T>) return atomicMin(&a->v, T(x));
+  else if constexpr (bronze_rt::same<T, ulong>::value) return atomicMin((unsigned long long*)&a->v, (unsigned long long)x);
   else return bronze_rt::rmw(&a->v, [&](T o) { return T(x) < o ? T(x) : o; });
 }
 template <class T, class U> inline T atomic_fetch_and_explicit(bronze_atomic<T>* a, U x, memory_order) { return atomicAnd(&a->v, T(x)); }
