@@ -360,6 +360,20 @@ std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderT
     }
     return k;
   };
+  // The '.' of each designator and each ',' between them in the braces
+  // opening at `open` (`{ .a = x, .b = f(y, z) }`); empty unless every
+  // element is designated.
+  auto designators = [&](std::size_t open) {
+    std::vector<std::size_t> marks;
+    for (std::size_t q = open + 1; t[q].text != "}";) {
+      if (t[q].text != "." || t[q + 1].kind != Token::Ident || t[q + 2].text != "=") return std::vector<std::size_t>{};
+      marks.push_back(q);
+      q = find(q, [](const std::string& x) { return x == ","; });
+      if (t[q].text != ",") break;  // the closing brace, or the end
+      marks.push_back(q++);
+    }
+    return marks;
+  };
   int depth = 0;
   for (std::size_t i = 0; t[i].kind != Token::End; ++i) {
     const Token& tok = t[i];
@@ -416,8 +430,21 @@ std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderT
       while (t[k + 1].text == "::" && t[k + 2].kind == Token::Ident) k += 2;
       static const std::set<std::string> starts = {"=", "(", ",", "return", "?", ":", "{", "[", "+", "-", "*", "/"};
       if (t[k + 1].text == ")" && t[k + 2].text == "{" && i > 0 && starts.count(t[i - 1].text)) {
-        blank(tok);
-        blank(t[k + 1]);
+        if (std::vector<std::size_t> marks = designators(k + 2); !marks.empty()) {
+          // `(S){ .a = x, .b = y }`, which NVRTC takes only as C++20: a
+          // lambda that sets each field of a value-initialized S. Edits
+          // around the tokens, so the lines and the edits inside stay.
+          edits.push_back({tok.offset, 1, depth > 0 ? "[&]() { " : "[]() { "});
+          edits.push_back({t[k + 1].offset, 1, " bronze_literal{};"});
+          blank(t[k + 2]);
+          for (std::size_t q : marks)
+            edits.push_back({t[q].offset, 1, t[q].text == "." ? "bronze_literal." : ";"});
+          std::size_t close = find(k + 3, [](const std::string&) { return false; });
+          edits.push_back({t[close].offset, 1, "; return bronze_literal; }()"});
+        } else {
+          blank(tok);
+          blank(t[k + 1]);
+        }
         i = k + 1;
         continue;
       }

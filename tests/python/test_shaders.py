@@ -1457,7 +1457,8 @@ def test_candle_style_language_corners():
 
 def test_gpt_oss_and_paged_attention_style_corners():
     # as_type of a swizzle (the vector it reads, not the view's storage),
-    # select with a scalar beside vectors, a C compound literal, uintptr_t
+    # select with a scalar beside vectors, C compound literals (one with
+    # designators, which NVRTC takes only as C++20), uintptr_t
     # pointer arithmetic, Metal 3.1's 64-bit atomic min and max, and a
     # library's own dot templates beside Metal's (Metal's vector dot is the
     # more specialized; Metal has no scalar one, so the library's is used).
@@ -1476,11 +1477,15 @@ def test_gpt_oss_and_paged_attention_style_corners():
       const uint4 idx = metal::select(uint4(i), 0xFFFFFFFFu, x[i] < 0.0f);
       const float4 lit = (float4) { h.x, h.y, 1.0f, 2.0f };
       const pair_t p = (pair_t) { lit.z, lit.w };
+      const pair_t q = (pair_t) {
+          .hi = max(lit.x, 0.5f),
+          .lo = -1.0f,
+      };
       device const float4* next = (device const float4*) ((uintptr_t) x + sizeof(float4));
       out[8 * i + 0] = h.x + h.w;
       out[8 * i + 1] = masked.x + masked.y;
       out[8 * i + 2] = float(idx.x == 0xFFFFFFFFu) + float(idx.y == 0xFFFFFFFFu);
-      out[8 * i + 3] = lit.x + lit.y + p.lo + p.hi;
+      out[8 * i + 3] = lit.x + lit.y + p.lo + p.hi + q.lo + q.hi;
       out[8 * i + 4] = next[0].x;
       out[8 * i + 5] = dot(x[i], x[i]);
       out[8 * i + 6] = dot(x[i].x, 3.0f);
@@ -1501,7 +1506,7 @@ def test_gpt_oss_and_paged_attention_style_corners():
     masked = np.where(x < 0, -np.inf, x)
     np.testing.assert_array_equal(got[:, 1], masked[:, 0] + masked[:, 1])
     np.testing.assert_array_equal(got[:, 2], (x[:, 0] < 0).astype(np.float32) + (x[:, 1] < 0))
-    np.testing.assert_array_equal(got[:, 3], np.full(n, h[0] + h[1] + 3.0))
+    np.testing.assert_array_equal(got[:, 3], np.full(n, h[0] + h[1] + 3.0 - 1.0 + max(h[0], 0.5)))
     np.testing.assert_array_equal(got[:, 4], np.full(n, x[1, 0]))
     np.testing.assert_allclose(got[:, 5], (x * x).sum(1), rtol=1e-5)    # Metal's dot for vectors, as on a Mac
     np.testing.assert_allclose(got[:, 6], x[:, 0] * 3 + 100, rtol=1e-6)  # the library's for scalars
