@@ -28,6 +28,7 @@ struct LibraryImpl {
   std::string hash;
   std::string source;                // the preprocessed unit: self-contained
   std::vector<KernelInfo> kernels;
+  std::string no_kernels_why;        // shader::ParsedSource's, for a lookup's error
   std::vector<std::size_t> static_tg_bytes;
   std::vector<std::size_t> carved_tg_bytes;  // CUDA: of those, in dynamic shared memory (ModuleKernel)
   std::vector<int> max_threads;      // per kernel: threads per threadgroup it can launch with

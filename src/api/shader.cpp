@@ -247,6 +247,7 @@ std::shared_ptr<detail::LibraryImpl> load_unit(const Device& d, const std::strin
     std::move(part.begin(), part.end(), mk.begin() + first);
   }
   auto lib = new_library(d, unit, jit::sha256_hex(unit));
+  lib->no_kernels_why = ps.no_kernels_why;
   lib->restricted = d.type == DeviceType::CUDA;
   lib->aliased.resize(mk.size());
   for (std::size_t k = 0; k < mk.size(); ++k) {
@@ -570,6 +571,8 @@ bool Library::has_kernel(const std::string& name) const {
 Kernel Library::kernel(const std::string& name) const {
   for (std::size_t i = 0; i < impl_->kernels.size(); ++i)
     if (impl_->kernels[i].name == name) return Kernel(impl_, static_cast<int>(i));
+  if (!impl_->no_kernels_why.empty())
+    throw KernelNotFoundError("the library has no kernel '" + name + "': " + impl_->no_kernels_why);
   throw KernelNotFoundError("the library has no kernel '" + name + "'; its kernels: " + join_names(*impl_));
 }
 

@@ -110,14 +110,13 @@ class Parser {
     std::size_t i = 0;
     while (t(i).kind != Token::End) i = scope(i, "", false);  // a stray '}' ends a scope early: go on
     resolve_constants();
-    if (out_.kernels.empty() && !kernel_templates_.empty()) {
+    if (out_.kernels.empty() && !kernel_templates_.empty()) {  // valid Metal: a library without kernels
       std::string names;
       for (const auto& [name, def] : kernel_templates_) names += (names.empty() ? "'" : ", '") + name + "'";
-      fail(t(kernel_templates_.begin()->second.params_begin),
-           "the source defines the kernel template" + std::string(kernel_templates_.size() > 1 ? "s " : " ") +
-               names + " but instantiates none, so the library would have no kernel; add an instantiation, e.g. "
-               "template [[host_name(\"name_float\")]] kernel void " +
-               kernel_templates_.begin()->second.name + "<float>(...);");
+      out_.no_kernels_why = "the source defines the kernel template" +
+                            std::string(kernel_templates_.size() > 1 ? "s " : " ") + names +
+                            " but instantiates none; add an instantiation, e.g. template [[host_name(\"name_float\")]] "
+                            "kernel void " + kernel_templates_.begin()->second.name + "<float>(...);";
     }
     resolve_cooperative();
     return std::move(out_);

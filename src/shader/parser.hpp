@@ -80,6 +80,9 @@ struct ParsedSource {
   };
   std::vector<ThreadgroupVar> threadgroup_vars;
   std::string math_mode = "fast";  // the unit's kMathModePragma
+  // Where the unit has no kernel but kernel templates (a file of them that
+  // other files include and instantiate): why, for a lookup's error.
+  std::string no_kernels_why;
 };
 
 // Function constant values are given to a unit as its last lines,
@@ -92,8 +95,7 @@ constexpr const char* kMathModePragma = "bronze_math_mode";
 const std::string& math_mode_name(const std::string& mode);
 
 // `unit` is a preprocessed translation unit (preprocess.hpp). Throws
-// ShaderCompileError at the user's file and line for what it cannot accept,
-// and when the unit declares kernels but yields none.
+// ShaderCompileError at the user's file and line for what it cannot accept.
 ParsedSource parse(const std::string& unit, const std::string& main_file);
 
 // Declaration specifiers that may stand next to an address space.

@@ -758,6 +758,25 @@ def test_includes_stay_inside_their_roots_and_other_files_are_never_echoed():
     assert "root:" not in str(info.value)
 
 
+def test_a_file_of_kernel_templates_alone_is_a_library_without_kernels():
+    # mistral.rs keeps its kernel templates in copy_impl.metal, which
+    # copy.metal includes and instantiates; alone it compiles, as Metal does,
+    # to no kernels, and a lookup says why.
+    impl = ("template <typename T>\n"
+            "kernel void copy_g(device const T* src, device T* dst, uint i [[thread_position_in_grid]]) { dst[i] = src[i]; }\n")
+    alone = bronze.compile_shader(impl, filename="copy_impl.metal")
+    assert alone.kernel_names == []
+    with pytest.raises(bronze.KernelNotFoundError, match="defines the kernel template 'copy_g' but instantiates none"):
+        alone.copy_g
+    lib = bronze.compile_shader('#include "copy_impl.metal"\n'
+                                'template [[host_name("copy_float")]] kernel void copy_g<float>('
+                                'device const float*, device float*, uint);\n', headers={"copy_impl.metal": impl})
+    x = bronze.tensor(np.arange(8, dtype=np.float32))
+    y = bronze.zeros(8)
+    lib.copy_float(x, y)
+    assert y.numpy().tolist() == list(range(8))
+
+
 @pytest.mark.parametrize("header", ["metal_tensor", "MetalPerformancePrimitives/MetalPerformancePrimitives.h"])
 def test_metal_4_headers_are_not_supported_at_the_users_include(header):
     kernel = "kernel void k(device float* x, uint i [[thread_position_in_grid]]) { x[i] = 1; }\n"
