@@ -405,7 +405,13 @@ class Parser {
         i = match(i, x.c_str(), x == "(" ? ")" : "]") + 1;
         continue;
       }
-      if (x == "=") return skip_statement(i);  // an initializer, = default, = delete
+      if (x == "=") {  // an initializer, = default, = delete
+        std::size_t end = skip_statement(i);
+        // `S() thread = default;` beside `S() threadgroup = default;` (candle)
+        if (lparen && (t(i + 1).text == "default" || t(i + 1).text == "delete"))
+          address_space_overload(ns, header ? header : start, rparen, i, end - 1);
+        return end;
+      }
       if (x == ";") {
         if (constant_at) function_constant(start, constant_at, i);
         return i + 1;

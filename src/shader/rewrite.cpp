@@ -262,47 +262,6 @@ std::string layout_initializer(const ParsedKernel& pk, std::size_t k) {
   return s + "0}";
 }
 
-namespace {
-// Metal overloads special members on the address space of `this` (candle's
-// `S() thread = default; S() threadgroup = default;`). With the spaces
-// blanked they are one declaration repeated, so a defaulted or deleted
-// member qualified by an address space goes where its class has declared
-// it already. The declarations' token ranges, first and last.
-std::vector<std::pair<std::size_t, std::size_t>> repeated_defaults(const std::vector<Token>& t) {
-  auto space = [](const std::string& x) {
-    return x == "thread" || x == "threadgroup" || x == "device" || x == "constant";
-  };
-  std::vector<std::pair<std::size_t, std::size_t>> out;
-  std::vector<std::size_t> braces;
-  std::set<std::pair<std::size_t, std::string>> seen;  // (class body, declaration without spaces)
-  std::size_t start = 0;
-  for (std::size_t k = 0; t[k].kind != Token::End; ++k) {
-    const std::string& x = t[k].text;
-    if (x == "{") braces.push_back(k);
-    if (x == "}" && !braces.empty()) braces.pop_back();
-    if (x == ";" && k >= start + 2 && t[k - 2].text == "=" && (t[k - 1].text == "default" || t[k - 1].text == "delete")) {
-      std::string key;
-      bool qualified = false;
-      for (std::size_t q = start; q < k; ++q) {
-        const std::string& y = t[q].text;
-        if (t[q].kind == Token::Preproc) continue;
-        if (space(y) && q > start && (t[q - 1].text == ")" || t[q - 1].text == "const" || space(t[q - 1].text))) {
-          qualified = true;
-          continue;
-        }
-        key += y + " ";
-      }
-      if (!seen.insert({braces.empty() ? 0 : braces.back(), key}).second && qualified) out.emplace_back(start, k);
-    }
-    if (x == "{" || x == "}" || x == ";" || (x == ":" && k > 0 && (t[k - 1].text == "public" || t[k - 1].text == "private" ||
-                                                                  t[k - 1].text == "protected")))
-      start = k + 1;
-    while (t[start].kind == Token::Preproc) ++start;
-  }
-  return out;
-}
-}  // namespace
-
 std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderTarget target,
                          const RewriteOptions& options) {
   const bool validate = options.validate, carve_threadgroup = options.carve_threadgroup;
@@ -323,8 +282,7 @@ std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderT
         if (checked(p, true))
           edits.push_back({p.span_begin, p.span_end - p.span_begin, "bronze_bounded<" + p.def_type + "> " + p.info.name});
   }
-  std::vector<std::pair<std::size_t, std::size_t>> dropped = ps.dropped, repeated = repeated_defaults(t);
-  dropped.insert(dropped.end(), repeated.begin(), repeated.end());
+  std::vector<std::pair<std::size_t, std::size_t>> dropped = ps.dropped;
   for (std::size_t k = 0; k < ps.kernels.size(); ++k)  // another part's kernels
     if (!options.has_entry(k) && ps.kernels[k].instantiation_first <= ps.kernels[k].instantiation_last)
       dropped.emplace_back(ps.kernels[k].instantiation_first, ps.kernels[k].instantiation_last);
