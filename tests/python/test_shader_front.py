@@ -488,6 +488,35 @@ kernel void reduce(device const float* x [[buffer(0)]], device float* o [[buffer
     assert count.to("cpu").numpy().tolist() == [128]
 
 
+def test_a_librarys_own_scalar_simd_function_beside_using_namespace_metal():
+    # mistral.rs's ssm.metal defines its own float simd_sum(float) at global
+    # scope after `using namespace metal`: a non-template, it is the one an
+    # unqualified call takes, where Metal's per-type functions would make the
+    # call ambiguous were they non-templates too. Its max over half still
+    # reaches Metal's.
+    lib = bronze.compile_shader("""
+#include <metal_stdlib>
+using namespace metal;
+static inline float simd_sum(float x) {
+  for (ushort offset = 16; offset > 0; offset >>= 1) x += simd_shuffle_xor(x, offset);
+  return x + 0.5f;
+}
+kernel void reduce(device const float* x [[buffer(0)]], device float* o [[buffer(1)]],
+                   uint i [[thread_position_in_grid]], uint lane [[thread_index_in_simdgroup]]) {
+  const float s = simd_sum(x[i]);
+  const half m = simd_max(half(x[i]));
+  const int n = simd_sum(int(2));
+  if (lane == 0) { o[i / 32 * 3] = s; o[i / 32 * 3 + 1] = m; o[i / 32 * 3 + 2] = n; }
+}
+""")
+    x = np.arange(64, dtype=np.float32)
+    o = bronze.zeros(6)
+    lib.reduce(bronze.tensor(x), o)
+    rows = x.reshape(2, 32)
+    want = np.stack([rows.sum(1) + 0.5, rows.max(1), [64, 64]], axis=1)
+    np.testing.assert_array_equal(o.to("cpu").numpy().reshape(2, 3), want)
+
+
 def test_kernel_templates_overloaded_on_their_parameters():
     # PyTorch's FusedOptimizerOps: two kernel templates of one name and the
     # same template parameters, told apart by their parameter lists, each

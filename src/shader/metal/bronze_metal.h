@@ -1427,21 +1427,23 @@ constexpr sgm_rc sgm_holder(sgm_layout L, uint r, uint c) {
 inline void atomic_min_explicit(atomic_ulong* a, ulong x, memory_order o) { atomic_fetch_min_explicit(a, x, o); }
 inline void atomic_max_explicit(atomic_ulong* a, ulong x, memory_order o) { atomic_fetch_max_explicit(a, x, o); }
 namespace metal {
-// Metal declares these per type, not as one template: a library's template
-// of the same name seen beside them (PyTorch's c10::metal::simd_sum, brought
-// in with `using namespace c10::metal`) then loses to Metal's for scalars
-// instead of being ambiguous. Vectors take a template on vec<T, N>, more
-// specialized than a library's T f(T); a library's own non-template vector
-// overload (c10's float2 simd_sum) still wins over it. Metal has none for
+// Metal's reductions and broadcast, per type, each a template on an unused
+// int: it beats a library's template of the same name seen beside it
+// (PyTorch's c10::metal::simd_sum<T>, brought in with `using namespace
+// c10::metal`) by being more specialized than T f(T), and loses to a
+// library's non-template (mistral.rs's own float simd_sum(float) beside
+// `using namespace metal`; c10's float2 simd_sum). The int also keeps
+// simd_sum<T>(x) for the backend's template. Vectors take a template on
+// vec<T, N>, more specialized than a library's T f(T). Metal has none for
 // bfloat or 64-bit types, which libraries define themselves (MLX's
 // bf16_math.h, in namespace metal; c10's long simd_sum): for those the
 // backend's template remains, which a library's non-template beats.
 #define BRONZE_SIMD_PER_TYPE(T)                                                                           \
-  inline T simd_sum(T x BRONZE_SITE) { return simd_sum<T>(x BRONZE_AT); }                                \
-  inline T simd_product(T x BRONZE_SITE) { return simd_product<T>(x BRONZE_AT); }                        \
-  inline T simd_max(T x BRONZE_SITE) { return simd_max<T>(x BRONZE_AT); }                                \
-  inline T simd_min(T x BRONZE_SITE) { return simd_min<T>(x BRONZE_AT); }                                \
-  inline T simd_broadcast(T x, ushort lane BRONZE_SITE) { return simd_broadcast<T>(x, lane BRONZE_AT); }
+  template <int = 0> inline T simd_sum(T x BRONZE_SITE) { return simd_sum<T>(x BRONZE_AT); }             \
+  template <int = 0> inline T simd_product(T x BRONZE_SITE) { return simd_product<T>(x BRONZE_AT); }     \
+  template <int = 0> inline T simd_max(T x BRONZE_SITE) { return simd_max<T>(x BRONZE_AT); }             \
+  template <int = 0> inline T simd_min(T x BRONZE_SITE) { return simd_min<T>(x BRONZE_AT); }             \
+  template <int = 0> inline T simd_broadcast(T x, ushort lane BRONZE_SITE) { return simd_broadcast<T>(x, lane BRONZE_AT); }
 BRONZE_SIMD_PER_TYPE(char) BRONZE_SIMD_PER_TYPE(uchar) BRONZE_SIMD_PER_TYPE(short) BRONZE_SIMD_PER_TYPE(ushort)
 BRONZE_SIMD_PER_TYPE(int) BRONZE_SIMD_PER_TYPE(uint) BRONZE_SIMD_PER_TYPE(half) BRONZE_SIMD_PER_TYPE(float)
 #undef BRONZE_SIMD_PER_TYPE
