@@ -46,6 +46,27 @@ Dim3 to_dim3(nb::handle h, const char* what) {
   return d;
 }
 
+// Bytes of each [[threadgroup(n)]] buffer: an int for index 0, the common
+// case (Metal's setThreadgroupMemoryLength:atIndex:0), or a list per index.
+std::vector<std::uint64_t> to_threadgroup_memory(nb::handle h) {
+  const char* what = "threadgroup_memory";
+  std::vector<std::uint64_t> bytes;
+  auto add = [&](nb::handle x) {
+    std::int64_t n = extent(x, what);
+    if (n < 0) throw ValueError(std::string(what) + " takes byte counts >= 0, got " + nb::cast<std::string>(nb::str(x)));
+    bytes.push_back(static_cast<std::uint64_t>(n));
+  };
+  if (PyTuple_Check(h.ptr()) || PyList_Check(h.ptr())) {
+    for (nb::handle x : h) add(x);
+  } else if (PyIndex_Check(h.ptr()) && !PyBool_Check(h.ptr())) {
+    add(h);
+  } else {
+    throw TypeError(std::string(what) + " must be an int (bytes at [[threadgroup(0)]]) or a list of ints, one per index; got " +
+                    Py_TYPE(h.ptr())->tp_name);
+  }
+  return bytes;
+}
+
 Scalar to_scalar(nb::handle h, const char* name) {
   auto label = [&] { return std::string("argument '") + name + "'"; };
   if (PyBool_Check(h.ptr())) return Scalar(h.ptr() == Py_True);
@@ -269,8 +290,11 @@ void bind_shader(nb::module_& m) {
           if (value.is_none()) continue;
           if (is("threads")) opt.threads = to_dim3(value, "threads");
           else if (is("group_size")) opt.group_size = to_dim3(value, "group_size");
-          else if (is("stream")) opt.stream = nb::cast<Stream>(value);
-          else if (is("threadgroup_memory")) opt.threadgroup_memory = nb::cast<std::vector<std::uint64_t>>(value);
+          else if (is("stream")) {
+            if (!nb::isinstance<Stream>(value))
+              throw TypeError(std::string("stream must be a bronze.Stream, got ") + Py_TYPE(value.ptr())->tp_name);
+            opt.stream = nb::cast<Stream>(value);
+          } else if (is("threadgroup_memory")) opt.threadgroup_memory = to_threadgroup_memory(value);
           else if (is("arg_casts")) casts = ArgCasts(value);
           else throw TypeError("kernel call got an unexpected keyword argument '" + nb::cast<std::string>(key) + "'");
         }

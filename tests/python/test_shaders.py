@@ -6,6 +6,8 @@ On the CPU, wherever NVRTC is installed, every kernel is also translated to
 CUDA and compiled for sm_90, so the CUDA translation is checked without a GPU.
 """
 
+import struct
+
 import numpy as np
 import pytest
 
@@ -727,6 +729,41 @@ def test_llama_cpp_style_constructs():
     np.testing.assert_allclose(r[:, 2:6], np.maximum(0, q - 2) + np.minimum(1, hm) + np.maximum(q, 0))
     np.testing.assert_array_equal(r[:, 6], np.maximum(0, -m))
     np.testing.assert_array_equal(r[:, 7], hm[:, 3])
+
+
+def test_llama_cpp_style_binding_bytes_args_and_threadgroup_memory():
+    # As ggml-metal's host code binds a kernel: the argument struct as bytes
+    # at slot 0, every tensor as device char* whatever its elements (Metal's
+    # buffers are untyped), strides in bytes, the threadgroup buffer's size
+    # as one int, and short function constants set per pipeline.
+    lib = compile("""
+    typedef struct { int32_t ne00; uint64_t nb01; float scale; int16_t r2; } kargs_scale;
+    constant short FC_shift [[function_constant(700)]];
+    kernel void kernel_scale_rows(constant kargs_scale & args, device const char * src0, device char * dst,
+                                  threadgroup float * shmem [[threadgroup(0)]],
+                                  uint3 tgpig [[threadgroup_position_in_grid]], ushort tiitg [[thread_index_in_threadgroup]],
+                                  ushort3 ntg [[threads_per_threadgroup]]) {
+      device const float * x = (device const float *) (src0 + tgpig.x * args.nb01);
+      device float * y = (device float *) (dst + tgpig.x * args.nb01);
+      float m = 0;
+      for (int i = tiitg; i < args.ne00; i += ntg.x) m = max(m, fabs(x[i]));
+      shmem[tiitg] = m;
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+      if (tiitg == 0) {
+        for (int t = 1; t < ntg.x; ++t) m = max(m, shmem[t]);
+        shmem[0] = m;
+      }
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+      for (int i = tiitg; i < args.ne00; i += ntg.x) y[i] = x[i] / shmem[0] * args.scale * args.r2 + FC_shift;
+    }""")
+    rows, n, nth = 3, 100, 32
+    x = np.random.default_rng(5).standard_normal((rows, n)).astype(np.float32)
+    args = struct.pack("<i4xQfh2x", n, n * 4, 0.5, 3)
+    y = bronze.zeros((rows, n))
+    k = lib.specialize("kernel_scale_rows", {700: 2})
+    k(args, x, y, threads=(rows * nth, 1, 1), group_size=(nth, 1, 1), threadgroup_memory=nth * 4)
+    want = x / np.abs(x).max(1, keepdims=True) * 1.5 + 2
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-6)
 
 
 def test_conditional_operator_mixing_half_and_bfloat():
