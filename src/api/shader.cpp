@@ -726,9 +726,11 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
   l.carved_shared_bytes = lib_->carved_tg_bytes[index_];
   for (const auto& p : ki.params)
     if (p.kind == ParamKind::ThreadgroupBuffer) {
-      if (static_cast<std::size_t>(p.index) >= opts.threadgroup_memory.size() || opts.threadgroup_memory[p.index] == 0)
+      // 0 is a size: llama.cpp sets it for kernels that declare the buffer
+      // and leave it unused (its q4_0 matrix-vector product).
+      if (static_cast<std::size_t>(p.index) >= opts.threadgroup_memory.size())
         throw ValueError("kernel '" + ki.name + "' needs threadgroup_memory[" + std::to_string(p.index) +
-                         "] (bytes of '" + p.name + "')");
+                         "] (bytes of '" + p.name + "'; 0 if the kernel leaves it unused)");
       l.threadgroup_bytes[p.index] = opts.threadgroup_memory[p.index];
       tg_total += opts.threadgroup_memory[p.index];
     }

@@ -735,7 +735,8 @@ def test_llama_cpp_style_binding_bytes_args_and_threadgroup_memory():
     # As ggml-metal's host code binds a kernel: the argument struct as bytes
     # at slot 0, every tensor as device char* whatever its elements (Metal's
     # buffers are untyped), strides in bytes, the threadgroup buffer's size
-    # as one int, and short function constants set per pipeline.
+    # as one int (0 where the kernel leaves it unused), and short function
+    # constants set per pipeline.
     lib = compile("""
     typedef struct { int32_t ne00; uint64_t nb01; float scale; int16_t r2; } kargs_scale;
     constant short FC_shift [[function_constant(700)]];
@@ -755,6 +756,10 @@ def test_llama_cpp_style_binding_bytes_args_and_threadgroup_memory():
       }
       threadgroup_barrier(mem_flags::mem_threadgroup);
       for (int i = tiitg; i < args.ne00; i += ntg.x) y[i] = x[i] / shmem[0] * args.scale * args.r2 + FC_shift;
+    }
+    kernel void kernel_negate(constant kargs_scale & args, device const char * src0, device char * dst,
+                              threadgroup char * shmem [[threadgroup(0)]], uint i [[thread_position_in_grid]]) {
+      ((device float *) dst)[i] = -((device const float *) src0)[i];
     }""")
     rows, n, nth = 3, 100, 32
     x = np.random.default_rng(5).standard_normal((rows, n)).astype(np.float32)
@@ -764,6 +769,9 @@ def test_llama_cpp_style_binding_bytes_args_and_threadgroup_memory():
     k(args, x, y, threads=(rows * nth, 1, 1), group_size=(nth, 1, 1), threadgroup_memory=nth * 4)
     want = x / np.abs(x).max(1, keepdims=True) * 1.5 + 2
     np.testing.assert_allclose(y.numpy(), want, rtol=1e-6)
+    # A threadgroup buffer the kernel leaves unused takes 0 bytes, as llama.cpp sets it.
+    lib.kernel_negate(args, x, y, threads=rows * n, threadgroup_memory=0)
+    np.testing.assert_array_equal(y.numpy(), -x)
 
 
 def test_conditional_operator_mixing_half_and_bfloat():
