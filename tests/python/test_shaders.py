@@ -766,12 +766,12 @@ def test_llama_cpp_style_binding_bytes_args_and_threadgroup_memory():
     args = struct.pack("<i4xQfh2x", n, n * 4, 0.5, 3)
     y = bronze.zeros((rows, n))
     k = lib.specialize("kernel_scale_rows", {700: 2})
-    k(args, x, y, threads=(rows * nth, 1, 1), group_size=(nth, 1, 1), threadgroup_memory=nth * 4)
+    k(args, bronze.tensor(x), y, threads=(rows * nth, 1, 1), group_size=(nth, 1, 1), threadgroup_memory=nth * 4)
     want = x / np.abs(x).max(1, keepdims=True) * 1.5 + 2
-    np.testing.assert_allclose(y.numpy(), want, rtol=1e-6)
+    np.testing.assert_allclose(y.to("cpu").numpy(), want, rtol=1e-6)
     # A threadgroup buffer the kernel leaves unused takes 0 bytes, as llama.cpp sets it.
-    lib.kernel_negate(args, x, y, threads=rows * n, threadgroup_memory=0)
-    np.testing.assert_array_equal(y.numpy(), -x)
+    lib.kernel_negate(args, bronze.tensor(x), y, threads=rows * n, threadgroup_memory=0)
+    np.testing.assert_array_equal(y.to("cpu").numpy(), -x)
 
 
 def test_conditional_operator_mixing_half_and_bfloat():
