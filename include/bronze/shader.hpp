@@ -152,8 +152,9 @@ class Library {
   Kernel kernel(const std::string& name) const;
   // The kernel built with these function constant values (name or index ->
   // C++ expression, as CompileOptions::constants), over the library's own:
-  // MTLLibrary's newFunctionWithName:constantValues:. Each set is built once
-  // per library, from the unit the library carries.
+  // MTLLibrary's newFunctionWithName:constantValues:. Each kernel and set is
+  // built once per library, from the unit the library carries, and only that
+  // kernel is built.
   Kernel specialize(const std::string& name, const std::vector<std::pair<std::string, std::string>>& constants) const;
   const std::string& hash() const;  // content hash of the compiled library
   Device device() const;

@@ -326,9 +326,9 @@ Tensor.__repr__ = _tensor_repr
 def _specialize(self, name, constants):
     """The kernel `name` with these function constant values over the library's
     own (`{"has_mask": True, 3: 0.5}`, as compile_shader's constants=), as
-    MTLLibrary's newFunctionWithName:constantValues: gives it; each set is
-    built once per library. A parameter guarded by a false constant takes no
-    argument in that kernel."""
+    MTLLibrary's newFunctionWithName:constantValues: gives it; each kernel
+    and set is built once per library, that kernel alone. A parameter guarded
+    by a false constant takes no argument in that kernel."""
     if not isinstance(name, str):
         raise TypeError(f"specialize needs the kernel's name as str, got {type(name).__name__}")
     return self._specialize(name, _constant_values(constants))

@@ -18,6 +18,7 @@ struct LibraryImpl;
 // Warp's kernels do).
 struct LibraryFamily {
   shader::TranslationUnit unit;
+  std::string kernel;  // the one kernel a specialization builds; empty: all
   bool validate = false;
   std::mutex mu;
   std::vector<std::shared_ptr<LibraryImpl>> builds;  // one per device
@@ -28,6 +29,7 @@ struct LibraryImpl {
   std::string hash;
   std::string source;                // the preprocessed unit: self-contained
   std::vector<KernelInfo> kernels;
+  std::size_t first_kernel = 0;      // kernels[i] is the unit's kernel first_kernel + i (a specialization holds one)
   std::string no_kernels_why;        // shader::ParsedSource's, for a lookup's error
   std::vector<std::size_t> static_tg_bytes;
   std::vector<std::size_t> carved_tg_bytes;  // CUDA: of those, in dynamic shared memory (ModuleKernel)
@@ -49,7 +51,7 @@ struct LibraryImpl {
   // Empty: bound to `device`. Weak: the family owns its builds, and the
   // process's library cache owns the family.
   std::weak_ptr<LibraryFamily> family;
-  // Library::specialize's builds by their constants, each with its own
+  // Library::specialize's builds by kernel and constants, each with its own
   // family where this library has one.
   struct Specialization {
     std::shared_ptr<LibraryImpl> lib;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <fstream>
@@ -165,10 +166,20 @@ std::size_t part_count(std::size_t kernels) {
   return std::clamp<std::size_t>(kernels / kKernelsPerPart, 1, static_cast<std::size_t>(jit::available_cpus()));
 }
 
-// The kernels [first, last) of part p of n: loaders split a library's
-// objects the same way.
-std::pair<std::size_t, std::size_t> part_range(std::size_t p, std::size_t n, std::size_t kernels) {
-  return {p * kernels / n, (p + 1) * kernels / n};
+// Which of a unit's kernels a build makes: all of them, or the one that
+// Library::specialize asks for (a library of hundreds, llama.cpp's, builds
+// that kernel alone, as Metal's newFunctionWithName:constantValues:
+// compiles one function).
+struct KernelRange {
+  std::size_t first = 0, last = SIZE_MAX;
+  KernelRange within(const shader::ParsedSource& ps) const { return {first, std::min(last, ps.kernels.size())}; }
+  std::size_t size() const { return last - first; }
+};
+
+// The kernels [first, last) of part p of n of range r: loaders split a
+// library's objects the same way.
+std::pair<std::size_t, std::size_t> part_range(std::size_t p, std::size_t n, KernelRange r) {
+  return {r.first + p * r.size() / n, r.first + (p + 1) * r.size() / n};
 }
 
 // A Metal unit built by `backend` (for sm_<arch> on CUDA), one object per
@@ -178,14 +189,16 @@ std::pair<std::size_t, std::size_t> part_range(std::size_t p, std::size_t n, std
 // the same way).
 std::vector<runtime::ModuleObject> build_module(const runtime::ShaderBackend& backend,
                                                 const shader::TranslationUnit& tu, const shader::ParsedSource& ps,
-                                                bool validate, int arch = 0, bool ptx = false, bool* carve = nullptr) {
-  const std::size_t n = part_count(ps.kernels.size());
+                                                bool validate, int arch = 0, bool ptx = false, bool* carve = nullptr,
+                                                KernelRange kernels = {}) {
+  kernels = kernels.within(ps);
+  const std::size_t n = part_count(kernels.size());
   bool carved = carve && *carve;
   auto build = [&](std::size_t p) {
     shader::RewriteOptions options;
     options.validate = validate;
     options.carve_threadgroup = carved;
-    std::tie(options.first_kernel, options.last_kernel) = part_range(p, n, ps.kernels.size());
+    std::tie(options.first_kernel, options.last_kernel) = part_range(p, n, kernels);
     runtime::ModuleSource src = shader::module_source(backend.target, tu, ps, options);
     src.gpu_arch = arch;
     src.ptx = ptx;
@@ -234,13 +247,16 @@ runtime::ModuleKernel module_kernel(const shader::ParsedSource& ps, std::size_t 
   return m;
 }
 
-// A built Metal unit, loaded on device d: objects are its parts (build_module).
+// A built Metal unit, loaded on device d: objects are its parts (build_module)
+// of the kernels in range.
 std::shared_ptr<detail::LibraryImpl> load_unit(const Device& d, const std::string& unit, const shader::ParsedSource& ps,
-                                               const std::vector<runtime::ModuleObject>& objects) {
-  std::vector<runtime::ModuleKernel> mk(ps.kernels.size());
-  for (std::size_t k = 0; k < mk.size(); ++k) mk[k] = module_kernel(ps, k);
+                                               const std::vector<runtime::ModuleObject>& objects,
+                                               KernelRange kernels = {}) {
+  kernels = kernels.within(ps);
+  std::vector<runtime::ModuleKernel> mk(kernels.size());
+  for (std::size_t k = 0; k < mk.size(); ++k) mk[k] = module_kernel(ps, kernels.first + k);
   for (std::size_t p = 0; p < objects.size(); ++p) {
-    auto [first, last] = part_range(p, objects.size(), mk.size());
+    auto [first, last] = part_range(p, objects.size(), {0, mk.size()});
     std::vector<runtime::ModuleKernel> part(std::make_move_iterator(mk.begin() + first),
                                             std::make_move_iterator(mk.begin() + last));
     runtime::device_impl(d).load_module(objects[p], part);
@@ -248,6 +264,7 @@ std::shared_ptr<detail::LibraryImpl> load_unit(const Device& d, const std::strin
   }
   auto lib = new_library(d, unit, jit::sha256_hex(unit));
   lib->no_kernels_why = ps.no_kernels_why;
+  lib->first_kernel = kernels.first;
   lib->restricted = d.type == DeviceType::CUDA;
   lib->aliased.resize(mk.size());
   for (std::size_t k = 0; k < mk.size(); ++k) {
@@ -258,20 +275,30 @@ std::shared_ptr<detail::LibraryImpl> load_unit(const Device& d, const std::strin
     bool matches = table.size() == mk[k].table_words && table.back() == 0;
     for (std::size_t w = 0; matches && w + 1 < table.size(); w += 2) matches = table[w] != 0;
     if (!matches)
-      throw ValueError("the compiled object does not match its source: kernel '" + ps.kernels[k].info.name +
+      throw ValueError("the compiled object does not match its source: kernel '" + ps.kernels[kernels.first + k].info.name +
                        "' has another signature there; load it with rebuild=True to build its source instead");
-    KernelInfo info = ps.kernels[k].info;
+    KernelInfo info = ps.kernels[kernels.first + k].info;
     shader::apply_layout(info, reinterpret_cast<const unsigned long long*>(table.data()));
     add_kernel(*lib, std::move(info), mk[k]);
   }
   return lib;
 }
 
-// A Metal unit (preprocessed) on device d.
-std::shared_ptr<detail::LibraryImpl> build_unit(const Device& d, const shader::TranslationUnit& tu, bool validate) {
+// A Metal unit (preprocessed) on device d: all its kernels, or the one named
+// `only`.
+std::shared_ptr<detail::LibraryImpl> build_unit(const Device& d, const shader::TranslationUnit& tu, bool validate,
+                                                const std::string& only = {}) {
   shader::ParsedSource ps = shader::parse(tu.text, tu.files.empty() ? "shader.metal" : tu.files[0].name);
+  KernelRange kernels;
+  if (!only.empty()) {
+    auto k = std::find_if(ps.kernels.begin(), ps.kernels.end(), [&](const auto& pk) { return pk.info.name == only; });
+    if (k == ps.kernels.end()) throw KernelNotFoundError("the library has no kernel '" + only + "'");
+    kernels.first = static_cast<std::size_t>(k - ps.kernels.begin());
+    kernels.last = kernels.first + 1;
+  }
   const runtime::ShaderBackend& backend = runtime::shader_backend(d.type);
-  auto lib = load_unit(d, tu.text, ps, build_module(backend, tu, ps, validate, runtime::device_impl(d).gpu_arch()));
+  auto objects = build_module(backend, tu, ps, validate, runtime::device_impl(d).gpu_arch(), false, nullptr, kernels);
+  auto lib = load_unit(d, tu.text, ps, objects, kernels);
   lib->validate = validate;
   return lib;
 }
@@ -286,15 +313,16 @@ const detail::LibraryImpl::Aliased& aliased_entry(detail::LibraryImpl& lib, std:
   shader::TranslationUnit tu;
   tu.text = lib.source;
   shader::ParsedSource ps = shader::parse(tu.text, "shader.metal");
+  const std::size_t unit_k = lib.first_kernel + k;
   shader::RewriteOptions options;
   options.restrict_read_only = false;
   options.carve_threadgroup = lib.carved_tg_bytes[k] > 0;
-  options.first_kernel = k, options.last_kernel = k + 1;
+  options.first_kernel = unit_k, options.last_kernel = unit_k + 1;
   runtime::ModuleSource src = shader::module_source(runtime::shader_backend(lib.device.type).target, tu, ps, options);
   src.gpu_arch = runtime::device_impl(lib.device).gpu_arch();
   runtime::ModuleObject o = runtime::shader_backend(lib.device.type).build(src);
   if (!o.ok) shader::raise_build_error(o.diagnostics, ps, tu.files);
-  std::vector<runtime::ModuleKernel> mk = {module_kernel(ps, k)};
+  std::vector<runtime::ModuleKernel> mk = {module_kernel(ps, unit_k)};
   runtime::device_impl(lib.device).load_module(o, mk);
   a.max_threads = mk[0].max_threads;
   a.entry = mk[0].entry;
@@ -429,7 +457,7 @@ std::shared_ptr<detail::LibraryImpl> build_for(const std::shared_ptr<detail::Lib
   CompileOptions o;
   o.validate = f->validate;
   check_language(d, o);
-  auto lib = build_unit(d, f->unit, f->validate);
+  auto lib = build_unit(d, f->unit, f->validate, f->kernel);
   lib->family = f;
   f->builds.push_back(lib);
   return lib;
@@ -581,7 +609,8 @@ Kernel Library::specialize(const std::string& name,
   if (!impl_->launch_record || impl_->source.empty())
     throw NotSupportedError("function constants specialize Metal kernels; this library was built from CUDA C++ or "
                             "loaded from a GPU module");
-  std::string key;
+  kernel(name);  // an unknown name fails here, before any build
+  std::string key = name + '\0';
   for (const auto& [k, v] : constants) key += k + '\0' + v + '\0';
   std::lock_guard<std::mutex> g(impl_->specializations_mu);  // one build per set, however many callers
   for (const auto& [k, s] : impl_->specializations)
@@ -589,10 +618,11 @@ Kernel Library::specialize(const std::string& name,
   shader::TranslationUnit tu;
   tu.text = impl_->source + shader::constant_pragmas(constants);
   detail::LibraryImpl::Specialization s;
-  s.lib = build_unit(impl_->device, tu, impl_->validate);
+  s.lib = build_unit(impl_->device, tu, impl_->validate, name);
   if (!impl_->family.expired()) {  // follows its tensors, as this library does
     s.family = std::make_shared<detail::LibraryFamily>();
     s.family->unit = tu;
+    s.family->kernel = name;
     s.family->validate = impl_->validate;
     s.family->builds.push_back(s.lib);
     s.lib->family = s.family;

@@ -735,6 +735,40 @@ def test_a_library_specializes_one_kernel_per_constant_set():
     assert lib.scale.name == "scale"
 
 
+def test_a_specialization_of_one_kernel_among_several():
+    # llama.cpp builds each pipeline with its own constants from a library of
+    # hundreds of kernels: a specialization builds the kernel it names, not
+    # the library's others, and finds it among the unit's kernels whatever
+    # its place; a launch binding one buffer as both input and output (the
+    # build without __restrict__ on CUDA) finds it the same way.
+    lib = bronze.compile_shader("""
+#include <metal_stdlib>
+using namespace metal;
+constant int shift [[function_constant(0)]];
+constant bool twice [[function_constant(1)]];
+kernel void first(device float* y, uint i [[thread_position_in_grid]]) { y[i] = 100 + shift; }
+template <typename T>
+kernel void add_shift(device const T* x, device T* y, uint i [[thread_position_in_grid]]) {
+  T v = x[i] + T(shift);
+  y[i] = twice ? v * 2 : v;
+}
+template [[host_name("add_shift_f")]] kernel void add_shift<float>(device const float*, device float*, uint);
+template [[host_name("add_shift_i")]] kernel void add_shift<int>(device const int*, device int*, uint);
+""")
+    x = bronze.arange(4, dtype=bronze.int32)
+    y = bronze.zeros(4, dtype=bronze.int32)
+    lib.specialize("add_shift_i", {0: 3})(x, y)
+    assert y.to("cpu").numpy().tolist() == [3, 4, 5, 6]
+    f = bronze.arange(4, dtype=bronze.float32)
+    lib.specialize("add_shift_f", {"shift": 1, "twice": True})(f, f)  # in place: input and output alias
+    assert f.to("cpu").numpy().tolist() == [2.0, 4.0, 6.0, 8.0]
+    y = bronze.zeros(2)
+    lib.specialize("first", {0: 5})(y)
+    assert y.to("cpu").numpy().tolist() == [105.0, 105.0]
+    lib.add_shift_i(x, x)  # the library's own build: shift undefined, 0
+    assert x.to("cpu").numpy().tolist() == [0, 1, 2, 3]
+
+
 # MLX-style helpers: metal type traits selecting overloads, constexpr limits
 # and bfloat constants, functions overloaded on address spaces.
 TRAITS = r"""
