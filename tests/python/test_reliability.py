@@ -270,6 +270,24 @@ def test_validate_catches_accesses_through_derived_pointers():
     assert out.numpy().tolist() == [2.0] * 8
 
 
+def test_validate_compares_and_subtracts_buffers_as_pointers():
+    # llama.cpp binds src0 again where no mask is given and tells it by
+    # `src1 != src0`; the checked build compares its buffers as pointers.
+    lib = bronze.compile_shader("""
+kernel void masked(device const char* src0, device const char* src1, device char* dst, uint i [[thread_position_in_grid]]) {
+  device const float* x = (device const float*) src0;
+  device const float* m = src1 != src0 ? (device const float*) src1 : nullptr;
+  ((device float*) dst)[i] = x[i] + (m ? m[i] : 100.0f) + float((src0 + 8) - src0) + float(src0 == src1);
+}""", validate=True)
+    x, m, out = bronze.arange(4, dtype=bronze.float32), bronze.full((4,), 10.0), bronze.zeros(4)
+    lib.masked(x, x, out)
+    bronze.synchronize()
+    assert out.numpy().tolist() == [109, 110, 111, 112]
+    lib.masked(x, m, out)
+    bronze.synchronize()
+    assert out.numpy().tolist() == [18, 19, 20, 21]
+
+
 API_MIX = r'''
 import random, threading, time
 import numpy as np

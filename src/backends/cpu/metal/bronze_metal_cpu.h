@@ -36,6 +36,14 @@ struct bronze_bounded {
   bronze_bounded operator-(int64_t d) const { return bronze_bounded(p - d, n + d, name, fault); }
   operator T*() const { return p; }  // passing on to helpers: unchecked there
   template <class U> explicit operator U*() const { return (U*)p; }  // (device float4*)buf
+  // Two checked buffers compare and subtract as their pointers: through the
+  // conversions above every built-in pointer operator would be a candidate
+  // (llama.cpp tells a missing mask by `src1 != src0`).
+#define BRONZE_BOUNDED_OP(op) \
+  template <class U> auto operator op(const bronze_bounded<U>& o) const { return p op o.p; }
+  BRONZE_BOUNDED_OP(==) BRONZE_BOUNDED_OP(!=) BRONZE_BOUNDED_OP(<) BRONZE_BOUNDED_OP(<=) BRONZE_BOUNDED_OP(>)
+  BRONZE_BOUNDED_OP(>=) BRONZE_BOUNDED_OP(-)
+#undef BRONZE_BOUNDED_OP
 };
 namespace bronze_rt {
 // validate=True: a buffer slot as the kernel's bounds-checked parameter.
