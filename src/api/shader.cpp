@@ -193,10 +193,11 @@ std::vector<runtime::ModuleObject> build_module(const runtime::ShaderBackend& ba
                                                 KernelRange kernels = {}) {
   kernels = kernels.within(ps);
   const std::size_t n = part_count(kernels.size());
-  bool carved = carve && *carve;
+  bool carved = carve && *carve, checked = true;
   auto build = [&](std::size_t p) {
     shader::RewriteOptions options;
     options.validate = validate;
+    options.checked_buffers = checked;
     options.carve_threadgroup = carved;
     std::tie(options.first_kernel, options.last_kernel) = part_range(p, n, kernels);
     runtime::ModuleSource src = shader::module_source(backend.target, tu, ps, options);
@@ -229,6 +230,15 @@ std::vector<runtime::ModuleObject> build_module(const runtime::ShaderBackend& ba
   auto f = failed(objects);
   if (f != objects.end() && f->static_shared_overflow && !carved) {
     carved = true;
+    objects = build_parts();
+    f = failed(objects);
+  }
+  if (f != objects.end() && validate) {
+    // Code that cannot take checked views of its buffers (one bound to
+    // `auto*`, passed as a reference to a pointer, advanced by `+=`, as MLX
+    // and llama.cpp do) keeps them as pointers: the fences around the
+    // buffers check it alone, and the errors reported are the code's own.
+    checked = false;
     objects = build_parts();
     f = failed(objects);
   }

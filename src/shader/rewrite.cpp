@@ -264,7 +264,7 @@ std::string layout_initializer(const ParsedKernel& pk, std::size_t k) {
 
 std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderTarget target,
                          const RewriteOptions& options) {
-  const bool validate = options.validate, carve_threadgroup = options.carve_threadgroup;
+  const bool wrap = options.wraps_buffers(), carve_threadgroup = options.carve_threadgroup;
   const auto& t = ps.tokens;
   std::vector<Edit> edits;
   // Carved arrays: `threadgroup T x[N];` becomes `T (&x)[N] =
@@ -276,7 +276,7 @@ std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderT
     for (; b < e; ++b) s += t[b].text + " ";
     return s;
   };
-  if (validate) {  // signatures first: their edits cover the tokens inside
+  if (wrap) {  // signatures first: their edits cover the tokens inside
     for (const ParsedKernel& pk : ps.kernels)
       for (const ParsedParam& p : pk.params)
         if (checked(p, true))
@@ -409,7 +409,7 @@ std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderT
     }
     if (tok.kind != Token::Ident) continue;
     const std::string& x = tok.text;
-    if (validate && x == "reinterpret_cast" && t[i + 1].text == "<") {
+    if (wrap && x == "reinterpret_cast" && t[i + 1].text == "<") {
       // A bounds-checked buffer is a class: reinterpret_cast takes its
       // pointer (bronze_rt::raw), and the fence checks what the cast reaches.
       std::size_t k = i + 1;

@@ -29,6 +29,11 @@ struct RewriteOptions {
   // CPU only: buffer pointer parameters become bounds-checked views
   // (bronze_bounded<T>), and an access out of range is recorded instead of made.
   bool validate = false;
+  // Under validate: false builds the buffers as plain pointers, for a unit
+  // whose code cannot take the views (api/shader.cpp: build_module); the
+  // fences around the buffers (backends/cpu/fenced_buffers.hpp) still check it.
+  bool checked_buffers = true;
+  bool wraps_buffers() const { return validate && checked_buffers; }
   // CUDA only: kernels' threadgroup arrays are references into dynamic
   // shared memory, each kernel's from offset 0 in declaration order
   // (bronze_rt::tg_carve), for kernels over the 48 KiB of static shared
@@ -92,9 +97,9 @@ std::string attribute_expr(std::size_t k, std::size_t i, const KernelParam& p);
 std::string function_typedef(const ParsedKernel& pk, std::size_t k);
 std::string layout_initializer(const ParsedKernel& pk, std::size_t k);
 
-// Buffer pointers become bounds-checked views under validate=True.
-inline bool checked(const ParsedParam& p, bool validate) {
-  return validate && p.info.kind == ParamKind::Buffer && p.pointer;
+// Buffer pointers become bounds-checked views (RewriteOptions::wraps_buffers).
+inline bool checked(const ParsedParam& p, bool wraps_buffers) {
+  return wraps_buffers && p.info.kind == ParamKind::Buffer && p.pointer;
 }
 
 // The generated file: the preamble (macros the headers read), the emulation

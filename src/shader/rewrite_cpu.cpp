@@ -18,14 +18,14 @@ bool flat_loop_ok(const ParsedKernel& pk) {
 
 // The argument kernel k's parameter i gets from the launch (bindings from
 // the argument slots `a`).
-std::string arg_expr(std::size_t k, std::size_t i, const ParsedParam& p, bool validate) {
+std::string arg_expr(std::size_t k, std::size_t i, const ParsedParam& p, bool wrap) {
   const KernelParam& info = p.info;
   std::string P = param_type(k, i), b = std::to_string(info.binding);
   if (p.absent) return "bronze_rt::absent<" + P + ">()";
   switch (info.kind) {
     case ParamKind::Buffer:
     case ParamKind::Scalar:
-      if (checked(p, validate))
+      if (checked(p, wrap))
         return "bronze_rt::bounded<" + P + ">(a[" + b + "], L->arg_bytes[" + b + "], \"" + info.name + "\", L->fault)";
       return "bronze_rt::arg<" + P + ">(a[" + b + "])";
     case ParamKind::ThreadgroupBuffer:
@@ -38,7 +38,7 @@ std::string arg_expr(std::size_t k, std::size_t i, const ParsedParam& p, bool va
 }  // namespace
 
 std::string rewrite_for_cpu(const std::string& unit, const ParsedSource& ps, const RewriteOptions& options) {
-  const bool validate = options.validate;
+  const bool validate = options.validate, wrap = options.wraps_buffers();
   std::string body = rewrite_body(unit, ps, ShaderTarget::HostCpp, options);
   // Only the entries are exported (-fvisibility=hidden): kernel functions
   // that cannot be interposed are inlined into the loops and vectorized.
@@ -48,7 +48,7 @@ std::string rewrite_for_cpu(const std::string& unit, const ParsedSource& ps, con
     const ParsedKernel& pk = ps.kernels[k];
     std::string args;
     for (std::size_t i = 0; i < pk.params.size(); ++i)
-      args += (i ? ", " : "") + arg_expr(k, i, pk.params[i], validate);
+      args += (i ? ", " : "") + arg_expr(k, i, pk.params[i], wrap);
     std::string flat;
     if (flat_loop_ok(pk)) {
       std::string hoist, fargs;
@@ -56,9 +56,9 @@ std::string rewrite_for_cpu(const std::string& unit, const ParsedSource& ps, con
         const ParsedParam& p = pk.params[i];
         std::string v = "a" + std::to_string(p.info.binding);
         if (p.absent) {
-          fargs += (i ? ", " : "") + arg_expr(k, i, p, validate);
+          fargs += (i ? ", " : "") + arg_expr(k, i, p, wrap);
         } else if (p.info.kind != ParamKind::Attribute) {
-          hoist += "    " + param_type(k, i) + " " + v + " = " + arg_expr(k, i, p, validate) + ";\n";
+          hoist += "    " + param_type(k, i) + " " + v + " = " + arg_expr(k, i, p, wrap) + ";\n";
           fargs += (i ? ", " : "") + v;
         } else {
           fargs += std::string(i ? ", " : "") + "bronze_rt::dim<" + param_type(k, i) + ">(uint3((uint)i, 0u, 0u))";

@@ -288,6 +288,37 @@ kernel void masked(device const char* src0, device const char* src1, device char
     assert out.numpy().tolist() == [18, 19, 20, 21]
 
 
+MLX_STYLE_POINTERS = """
+template <typename T>
+void advance(const device T*& x, device T*& y, uint row, uint n) { x += row * n; y += size_t(row) * n; }
+kernel void scale_rows(const device float* x, device float* y, const constant int* shape, constant uint& n,
+                       uint2 gid [[thread_position_in_grid]]) {
+  const constant auto* s = shape;
+  advance(x, y, gid.y, n);
+  y[gid.x] = x[gid.x] * s[0];
+}
+template <typename T>
+kernel void copy_rows(const device T* x, device T* y, uint i [[thread_position_in_grid]]) { y[i] = x[i]; }
+template [[host_name("copy_rows_f")]] kernel void copy_rows<float>(const device float*, device float*, uint);
+"""
+
+
+def test_validate_takes_code_whose_buffers_cannot_be_wrapped():
+    # MLX binds a buffer to `const constant auto*`, hands it to a helper that
+    # advances it through a reference to a pointer, and names the pointer
+    # types in explicit instantiations: no checked view can stand in for
+    # them. That code builds with plain pointers, checked by the fences.
+    lib = bronze.compile_shader(MLX_STYLE_POINTERS, validate=True)
+    x, y = bronze.arange(8, dtype=bronze.float32), bronze.zeros(8)
+    lib.scale_rows(x, y, bronze.tensor(np.array([3], np.int32)), 4, threads=(4, 2))
+    lib.copy_rows_f(x, bronze.zeros(8), threads=8)
+    bronze.synchronize()
+    assert y.numpy().tolist() == [3 * i for i in range(8)]
+    lib.scale_rows(x, y, bronze.tensor(np.array([3], np.int32)), 4, threads=(4, 3))  # a row past the end
+    with pytest.raises(bronze.DeviceError, match=re.escape("an access past the end of 'x' (byte 32 of its 32)")):
+        bronze.synchronize()
+
+
 API_MIX = r'''
 import random, threading, time
 import numpy as np

@@ -60,8 +60,7 @@ std::string FencedBuffers::explain(std::uintptr_t address, bool write) const {
     const bool before = address < start;
     const std::uintptr_t off = before ? start - address : address - start;
     return std::string(write ? "a write " : "an access ") + (before ? "before the start" : "past the end") + " of '" +
-           f.name + "' (byte " + (before ? "-" : "") + std::to_string(off) + " of its " + std::to_string(f.bytes) +
-           "), through a pointer derived from it";
+           f.name + "' (byte " + (before ? "-" : "") + std::to_string(off) + " of its " + std::to_string(f.bytes) + ")";
   }
   return "";
 }

@@ -1,7 +1,8 @@
 // validate=True on the CPU: the bounds checks in the generated code see
 // indexing of a buffer parameter, but not pointers derived from it (a cast
-// to float4*, a pointer handed to a helper). So each buffer also runs from a
-// copy whose end touches an inaccessible page: any access past the end
+// to float4*, a pointer handed to a helper), nor any access in a unit built
+// without them (api/shader.cpp: build_module). So each buffer also runs from
+// a copy whose end touches an inaccessible page: any access past the end
 // faults (kernel_guard), and the fault address names the buffer. Copies are
 // 16-byte aligned, so an overrun within the last 16 bytes' padding is the
 // one that goes unseen.
