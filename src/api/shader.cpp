@@ -278,6 +278,7 @@ std::shared_ptr<detail::LibraryImpl> load_unit(const Device& d, const std::strin
   lib->restricted = d.type == DeviceType::CUDA;
   lib->aliased.resize(mk.size());
   for (std::size_t k = 0; k < mk.size(); ++k) {
+    const KernelInfo& reflected = ps.kernels[kernels.first + k].info;
     // The table ends with its one 0 where the reflected signature ends: an
     // object built from another source (a doctored .bronzelib) is refused
     // before its kernels could take a value's bytes for a pointer.
@@ -285,9 +286,9 @@ std::shared_ptr<detail::LibraryImpl> load_unit(const Device& d, const std::strin
     bool matches = table.size() == mk[k].table_words && table.back() == 0;
     for (std::size_t w = 0; matches && w + 1 < table.size(); w += 2) matches = table[w] != 0;
     if (!matches)
-      throw ValueError("the compiled object does not match its source: kernel '" + ps.kernels[kernels.first + k].info.name +
+      throw ValueError("the compiled object does not match its source: kernel '" + reflected.name +
                        "' has another signature there; load it with rebuild=True to build its source instead");
-    KernelInfo info = ps.kernels[kernels.first + k].info;
+    KernelInfo info = reflected;
     shader::apply_layout(info, reinterpret_cast<const unsigned long long*>(table.data()));
     add_kernel(*lib, std::move(info), mk[k]);
   }
