@@ -240,6 +240,18 @@ def test_a_library_follows_its_tensors_to_their_device():
     pinned = bronze.compile_shader("kernel void inc(device float* x) { x[0] += 1; }", device="cpu")
     with pytest.raises(ValueError, match="the library on cpu"):
         pinned.inc(gpu)
+    # A specialization follows its tensors too, built for the GPU as the one
+    # kernel it is, not as the library's others.
+    consts = bronze.compile_shader("""
+constant float amount [[function_constant(0)]];
+kernel void other(device float* x, uint i [[thread_position_in_grid]]) { x[i] = -1; }
+kernel void bump(device float* x, uint i [[thread_position_in_grid]]) { x[i] += amount; }
+""", device=None)
+    bump = consts.specialize("bump", {0: 2.5})
+    bump(cpu)
+    bump(gpu)
+    assert cpu.numpy().tolist() == [3.5] * 4
+    assert gpu.to("cpu").numpy().tolist() == [4.5] * 4
 
 
 def test_a_library_compiled_for_a_device_stays_there():
