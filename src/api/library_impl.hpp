@@ -35,6 +35,18 @@ struct LibraryImpl {
   std::vector<std::size_t> carved_tg_bytes;  // CUDA: of those, in dynamic shared memory (ModuleKernel)
   std::vector<int> max_threads;      // per kernel: threads per threadgroup it can launch with
   std::vector<const void*> entries;  // the backend's function per kernel
+  // A kernel's arguments in its entry's order (shader::entry_position: its
+  // buffers and values in declaration order, those a function constant
+  // removed included), from the call's binding order (slot order).
+  struct EntryOrder {
+    bool identity = true;                  // the same order, nothing removed
+    std::vector<std::size_t> position;     // of each binding
+    std::size_t count = 0;                 // the entry's arguments
+    // Positions a function constant emptied: the bytes of a value passed
+    // by value (zeros), 0 for a pointer (null).
+    std::vector<std::pair<std::size_t, std::size_t>> absent;
+  };
+  std::vector<EntryOrder> entry_order;
   bool launch_record = true;         // entries take bronze's launch record (Metal); CUDA C++ kernels do not
   bool validate = false;             // built with validate=True (CPU)
   // A Metal library on CUDA: its entries take read-only buffers __restrict__

@@ -147,7 +147,21 @@ std::shared_ptr<detail::LibraryImpl> new_library(const Device& d, std::string so
   return lib;
 }
 
+detail::LibraryImpl::EntryOrder entry_order(const KernelInfo& info) {
+  detail::LibraryImpl::EntryOrder o;
+  o.position.resize(info.bound.size());
+  for (const KernelParam& p : info.params) {
+    if (!shader::enters(p)) continue;
+    if (p.binding >= 0) o.position[p.binding] = o.count;
+    else o.absent.emplace_back(o.count, p.by_value ? p.size : 0);
+    o.identity = o.identity && p.binding == static_cast<int>(o.count);
+    ++o.count;
+  }
+  return o;
+}
+
 void add_kernel(detail::LibraryImpl& lib, KernelInfo info, const runtime::ModuleKernel& m) {
+  lib.entry_order.push_back(entry_order(info));
   lib.kernels.push_back(std::move(info));
   lib.entries.push_back(m.entry);
   lib.static_tg_bytes.push_back(m.static_shared_bytes);
@@ -284,7 +298,8 @@ std::shared_ptr<detail::LibraryImpl> load_unit(const Device& d, const std::strin
     // before its kernels could take a value's bytes for a pointer.
     const std::vector<std::uint64_t>& table = mk[k].table;
     bool matches = table.size() == mk[k].table_words && table.back() == 0;
-    for (std::size_t w = 0; matches && w + 1 < table.size(); w += 2) matches = table[w] != 0;
+    for (std::size_t w = 2; matches && w + 1 < table.size(); w += shader::kLayoutWordsPerParam)
+      matches = table[w] != 0;  // every parameter's size
     if (!matches)
       throw ValueError("the compiled object does not match its source: kernel '" + reflected.name +
                        "' has another signature there; load it with rebuild=True to build its source instead");
@@ -785,6 +800,20 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
   auto stream = opts.stream ? opts.stream->shared_impl() : runtime::current_stream(lib_->device);
   if (stream->device() != lib_->device) throw ValueError("the stream is on another device than the library");
   if (runtime::capture::active()) capture_dispatch(*lib_, ki, l, args, stream->id());
+  const detail::LibraryImpl::EntryOrder& order = lib_->entry_order[index_];
+  if (!order.identity) {  // the call's slot order to the entry's
+    std::vector<runtime::KernelLaunch::Arg> entry(order.count);
+    for (std::size_t b = 0; b < l.args.size(); ++b) entry[order.position[b]] = l.args[b];
+    for (const auto& [position, bytes] : order.absent) {
+      if (!bytes) continue;  // a pointer: null
+      std::size_t off = (l.inline_bytes.size() + 15) & ~std::size_t(15);
+      l.inline_bytes.resize(off + bytes);
+      entry[position].inline_offset = off;
+      entry[position].bytes = bytes;
+      entry[position].by_value = true;
+    }
+    l.args = std::move(entry);
+  }
   runtime::device_impl(lib_->device).launch(*stream, std::move(l));
 }
 

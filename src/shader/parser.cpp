@@ -18,11 +18,16 @@ void KernelInfo::check_arity(std::size_t n) const {
 }  // namespace bronze
 
 namespace bronze::shader {
+
+bool GivenConstant::by_index() const {
+  return !key.empty() && std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
 namespace {
 
 struct Attr {
   const char* name;
-  const char* field;
+  const char* field;  // an expression over bronze_rt::ids, after "id."
 };
 const Attr kAttributes[] = {
     {"thread_position_in_grid", "tpig"},
@@ -38,26 +43,76 @@ const Attr kAttributes[] = {
     {"threads_per_simdgroup", "tpsg"},
     {"thread_execution_width", "tpsg"},
     {"simdgroups_per_threadgroup", "sgptg"},
+    {"thread_index_in_quadgroup", "tiisg % 4u"},
+    {"quadgroup_index_in_threadgroup", "tiitg / 4u"},
 };
 
-// The thread-position attribute `attribute` misspells (the same letters
-// once underscores and case are dropped), or null.
-const char* misspelled_attribute(const std::string& attribute) {
-  auto letters = [](const std::string& s) {
-    std::string out;
-    for (char c : s)
-      if (c != '_') out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
-  };
-  const std::string l = letters(attribute);
-  for (const Attr& a : kAttributes)
-    if (letters(a.name) == l) return a.name;
-  return nullptr;
+// Metal's other attributes of kernel parameters, which bronze does not
+// implement: a clear refusal, never an extra argument.
+const char* const kUnsupportedAttributes[] = {
+    "texture", "sampler", "stage_in", "quadgroups_per_threadgroup", "dispatch_quadgroups_per_threadgroup",
+    "dispatch_simdgroups_per_threadgroup", "grid_origin", "grid_size", "payload", "amplification_id",
+    "amplification_count", "mesh_grid_properties", "visible_function_table", "intersection_function_table",
+    "instance_acceleration_structure", "primitive_acceleration_structure", "threadgroup_imageblock"};
+
+// Levenshtein distance, for "did you mean".
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
+      diag = up;
+    }
+  }
+  return row[b.size()];
 }
 
+// The known attribute of a kernel parameter nearest to `name`, or null
+// when none is near (a third of its letters or fewer differ).
+const char* nearest_attribute(const std::string& name) {
+  std::vector<const char*> known = {"buffer", "threadgroup", "function_constant"};
+  for (const Attr& a : kAttributes) known.push_back(a.name);
+  for (const char* a : kUnsupportedAttributes) known.push_back(a);
+  const char* best = nullptr;
+  std::size_t best_d = name.size() / 3 + 1;
+  for (const char* k : known)
+    if (std::size_t d = edit_distance(name, k); d < best_d) best = k, best_d = d;
+  return best;
+}
+
+// Metal's functions that exchange values between the threads of a group:
+// a kernel calling one (directly or through its helpers) runs its threads
+// together (the CPU's cooperative path).
 bool is_collective(const std::string& id) {
-  return id == "threadgroup_barrier" || id == "simdgroup_barrier" || id.rfind("simd_", 0) == 0 ||
-         id.rfind("quad_", 0) == 0 || id.rfind("simdgroup_", 0) == 0;
+  static const std::set<std::string> names = {
+      "threadgroup_barrier", "simdgroup_barrier", "simd_all", "simd_any", "simd_ballot", "simd_active_threads_mask",
+      "simd_is_first", "simd_is_helper_thread", "simd_vote", "simd_and", "simd_or", "simd_xor", "simd_sum",
+      "simd_product", "simd_max", "simd_min", "simd_minimum", "simd_maximum", "simd_broadcast",
+      "simd_broadcast_first", "simd_prefix_exclusive_sum", "simd_prefix_inclusive_sum",
+      "simd_prefix_exclusive_product", "simd_prefix_inclusive_product", "simd_shuffle", "simd_shuffle_up",
+      "simd_shuffle_down", "simd_shuffle_xor", "simd_shuffle_rotate_up", "simd_shuffle_rotate_down",
+      "simd_shuffle_and_fill_up", "simd_shuffle_and_fill_down", "quad_all", "quad_any", "quad_ballot", "quad_active_threads_mask", "quad_is_first",
+      "quad_vote", "quad_and", "quad_or", "quad_xor", "quad_sum", "quad_product", "quad_max", "quad_min",
+      "quad_broadcast", "quad_broadcast_first", "quad_prefix_exclusive_sum", "quad_prefix_inclusive_sum",
+      "quad_prefix_exclusive_product", "quad_prefix_inclusive_product", "quad_shuffle", "quad_shuffle_up",
+      "quad_shuffle_down", "quad_shuffle_xor", "quad_shuffle_rotate_up", "quad_shuffle_rotate_down",
+      "quad_shuffle_and_fill_up", "quad_shuffle_and_fill_down"};
+  // simdgroup_ names Metal's matrix types and functions (simdgroup_load,
+  // simdgroup_float8x8, ...) and barrier: all of them.
+  return names.count(id) > 0 || id.rfind("simdgroup_", 0) == 0;
+}
+
+// Metal's texture and sampler types, which bronze does not implement.
+bool is_texture_type(const std::string& id) {
+  static const std::set<std::string> names = {
+      "texture1d", "texture1d_array", "texture2d", "texture2d_array", "texture2d_ms", "texture2d_ms_array",
+      "texture3d", "texturecube", "texturecube_array", "texture_buffer", "depth2d", "depth2d_array", "depth2d_ms",
+      "depth2d_ms_array", "depthcube", "depthcube_array", "sampler"};
+  return names.count(id) > 0;
 }
 
 // Words that qualify a parameter's type but never name it or a type.
@@ -98,7 +153,7 @@ class Parser {
       if (d.size() >= 4 && d[0].text == "pragma" && d[1].text == kConstantPragma) {
         std::string value;
         for (std::size_t k = 3; k + 1 < d.size(); ++k) value += (value.empty() ? "" : " ") + d[k].text;
-        given_.emplace_back(d[2].text, value);
+        out_.given.push_back({d[2].text, value});
       } else if (d.size() >= 3 && d[0].text == "pragma" && d[1].text == kMathModePragma && !mode_given) {
         out_.math_mode = math_mode_name(d[2].text);
         mode_given = true;  // a unit compiled again (a capture's) keeps its own
@@ -177,9 +232,11 @@ class Parser {
   // The attributes of the group "[[a, b(x)]]" at i: each as its tokens'
   // text ("buffer(0)"), host_name's string literals joined. Returns the
   // index after the group.
-  std::size_t attributes(std::size_t i, std::vector<std::string>& out, std::string* host_name = nullptr) const {
+  std::size_t attributes(std::size_t i, std::vector<std::string>& out, std::string* host_name = nullptr,
+                         std::vector<std::pair<std::size_t, std::size_t>>* ranges = nullptr) const {
     std::size_t end = match(i, "[", "]");
     for (auto [b, e] : split_commas(i + 2, end - 1)) {
+      if (ranges) ranges->emplace_back(b, e);
       std::string a;
       for (std::size_t k = b; k < e; ++k) a += t(k).text;
       if (host_name && t(b).text == "host_name") {
@@ -413,7 +470,7 @@ class Parser {
         return end;
       }
       if (x == ";") {
-        if (constant_at) function_constant(start, constant_at, i);
+        if (constant_at) function_constant(start, constant_at, i, ns);
         return i + 1;
       }
       if (x == "}") return i;
@@ -493,10 +550,11 @@ class Parser {
   }
 
   // `static constant constexpr const int name [[function_constant(100 + 2)]];`
-  void function_constant(std::size_t first, std::size_t attr, std::size_t semi) {
+  void function_constant(std::size_t first, std::size_t attr, std::size_t semi, const std::string& ns) {
     FunctionConstant fc;
     fc.first = first;
     fc.semicolon = semi;
+    fc.ns = ns;
     std::size_t name_at = attr - 1;
     if (t(name_at).kind != Token::Ident) fail(t(attr), "a function constant needs a name");
     fc.name = t(name_at).text;
@@ -510,82 +568,32 @@ class Parser {
     std::size_t open = attr + 2;
     while (t(open).text != "(") ++open;
     std::size_t close = match(open, "(", ")");
-    std::size_t at = open + 1;
-    fc.index = eval_int(at, close);
-    if (at != close || fc.index < 0) fail(t(open + 1), "a function constant's index must be a non-negative integer");
+    if (close == open + 1) fail(t(open), "a function constant needs an index: [[function_constant(0)]]");
+    fc.index_expr = text(open + 1, close, {}, {}, true);
     out_.function_constants.push_back(fc);
   }
 
-  // A small integer expression of literals, + - * / and parentheses (function
-  // constant indices like FC_UNARY + 1 after preprocessing).
-  long eval_int(std::size_t& k, std::size_t end) const {
-    long v = eval_term(k, end);
-    while (k < end && (t(k).text == "+" || t(k).text == "-")) {
-      bool plus = t(k++).text == "+";
-      long r = eval_term(k, end);
-      v = plus ? v + r : v - r;
-    }
-    return v;
-  }
-  long eval_term(std::size_t& k, std::size_t end) const {
-    long v = eval_atom(k, end);
-    while (k < end && (t(k).text == "*" || t(k).text == "/")) {
-      bool mul = t(k++).text == "*";
-      long r = eval_atom(k, end);
-      v = mul ? v * r : (r ? v / r : 0);
-    }
-    return v;
-  }
-  long eval_atom(std::size_t& k, std::size_t end) const {
-    if (k < end && t(k).text == "(") {
-      std::size_t close = match(k, "(", ")");
-      ++k;
-      long v = eval_int(k, close);
-      k = close + 1;
-      return v;
-    }
-    if (k < end && t(k).text == "-") return -eval_atom(++k, end);
-    if (k >= end || t(k).kind != Token::Number) return -1;
-    return std::strtol(t(k++).text.c_str(), nullptr, 0);
-  }
-
-  // The given values to their constants (by name or index), each
-  // is_function_constant_defined(c) answered, each guarded parameter placed.
+  // Each is_function_constant_defined(c) found; a value given by name
+  // checked against the declarations (one given by index is checked by the
+  // compiler, which evaluates the indices).
   void resolve_constants() {
-    for (const auto& [key, value] : given_) {
-      FunctionConstant* fc = nullptr;
-      for (FunctionConstant& c : out_.function_constants)
-        if (c.name == key || std::to_string(c.index) == key) fc = &c;
-      if (!fc) {
+    for (const GivenConstant& g : out_.given) {
+      if (g.by_index()) continue;
+      bool found = std::any_of(out_.function_constants.begin(), out_.function_constants.end(),
+                               [&](const FunctionConstant& c) { return c.name == g.key; });
+      if (!found) {
         std::string names;
         for (const FunctionConstant& c : out_.function_constants)
-          names += (names.empty() ? "" : ", ") + c.name + " (" + std::to_string(c.index) + ")";
-        throw ValueError("constants: the source declares no function constant '" + key + "'; it declares: " +
+          names += (names.empty() ? "" : ", ") + c.name + " [[function_constant(" + c.index_expr + ")]]";
+        throw ValueError("constants: the source declares no function constant '" + g.key + "'; it declares: " +
                          (names.empty() ? "none" : names));
       }
-      fc->value = value;
     }
-    for (std::size_t i = 0; i + 3 < out_.tokens.size(); ++i)
-      if (t(i).text == "is_function_constant_defined" && t(i + 1).text == "(" && t(i + 3).text == ")") {
-        const FunctionConstant* fc = constant(t(i + 2).text);
-        out_.defined_queries.push_back({i, i + 3, fc && !fc->value.empty()});
-      }
-  }
-
-  const FunctionConstant* constant(const std::string& name) const {
-    for (const FunctionConstant& c : out_.function_constants)
-      if (c.name == name) return &c;
-    return nullptr;
-  }
-
-  // Whether a [[function_constant(c)]] parameter is present: c given and
-  // true. The last value given counts (a specialization's, over the unit's).
-  bool present(const std::string& name) const {
-    const FunctionConstant* fc = constant(name);
-    const std::string* last = nullptr;
-    for (const auto& [key, value] : given_)
-      if (key == name || (fc && key == std::to_string(fc->index))) last = &value;
-    return last && *last != "0" && *last != "false" && *last != "0.0";
+    for (std::size_t i = 0; i + 3 < out_.tokens.size(); ++i) {
+      if (t(i).text != "is_function_constant_defined" || t(i + 1).text != "(") continue;
+      std::size_t close = match(i + 1, "(", ")");
+      if (close > i + 2 && t(close - 1).kind == Token::Ident) out_.defined_queries.push_back({i, close, close - 1});
+    }
   }
 
   // Metal overloads functions on address spaces (`f(thread T& a)` beside
@@ -884,27 +892,14 @@ class Parser {
     auto ranges = split_commas(def.params_begin, def.params_end);
     if (ranges.size() == 1 && ranges[0].second - ranges[0].first == 1 && t(ranges[0].first).text == "void")
       ranges.clear();
-    std::set<int> used_slots;
     int unnamed = 0;
-    for (const auto& range : ranges) pk.params.push_back(param(range.first, range.second, subst, used_slots, unnamed));
-    // Implicit slots follow declaration order over the free indices.
-    int next = 0;
-    for (ParsedParam& p : pk.params) {
-      if ((p.info.kind != ParamKind::Buffer && p.info.kind != ParamKind::Scalar) || p.info.index >= 0 || p.absent)
-        continue;
-      while (used_slots.count(next)) ++next;
-      p.info.index = next;
-      used_slots.insert(next);
-    }
-    std::vector<ParsedParam*> bound;
-    for (ParsedParam& p : pk.params)
-      if ((p.info.kind == ParamKind::Buffer || p.info.kind == ParamKind::Scalar) && !p.absent) bound.push_back(&p);
-    std::stable_sort(bound.begin(), bound.end(), [](auto* a, auto* b) { return a->info.index < b->info.index; });
-    for (std::size_t k = 0; k < bound.size(); ++k) bound[k]->info.binding = static_cast<int>(k);
+    for (const auto& range : ranges) pk.params.push_back(param(range.first, range.second, subst, unnamed));
+    // Slots and bindings come from the compiler's evaluation of the indices
+    // and constants (rewrite.hpp's binding plan, read back at load).
     for (const ParsedParam& p : pk.params) pk.info.params.push_back(p.info);
-    pk.info.bound.resize(bound.size());
-    for (std::size_t k = 0; k < pk.info.params.size(); ++k)
-      if (pk.info.params[k].binding >= 0) pk.info.bound[pk.info.params[k].binding] = static_cast<int>(k);
+    const std::size_t cut = def.qualified.rfind("::");
+    pk.ns = cut == std::string::npos ? "" : def.qualified.substr(0, cut);
+    pk.definition = def.params_begin;
     pk.threadgroup_sizes = threadgroup_sizes(def, subst);
     kernel_refs_.push_back(arg_refs);
     kernel_refs_.back().insert(def.name);
@@ -912,17 +907,19 @@ class Parser {
   }
 
   ParsedParam param(std::size_t pb, std::size_t pe, const std::map<std::string, std::string>& subst,
-                    std::set<int>& used_slots, int& unnamed) const {
+                    int& unnamed) const {
     ParsedParam p;
     p.info.line = t(pb).line;
+    p.token = pb;
     std::string space;
     bool is_const = false, array = false;
     std::vector<std::string> attrs;
+    std::vector<std::pair<std::size_t, std::size_t>> attr_tokens;
     std::set<std::size_t> skip;
     for (std::size_t k = pb; k < pe; ++k) {
       const std::string& x = t(k).text;
       if (attribute_at(k)) {
-        std::size_t end = attributes(k, attrs);
+        std::size_t end = attributes(k, attrs, nullptr, &attr_tokens);
         for (std::size_t q = k; q < end; ++q) skip.insert(q);
         k = end - 1;
       } else if (takes_operand(x) && t(k + 1).text == "(") {
@@ -966,38 +963,74 @@ class Parser {
     p.span_begin = t(pb).offset;
     p.span_end = t(pe - 1).offset + t(pe - 1).text.size();
     if (p.info.type.empty()) fail(t(pb), "parameter '" + p.info.name + "' has no type");
-    if (p.info.type.find("texture") != std::string::npos || p.info.type.find("sampler") != std::string::npos)
-      fail(t(pb), "textures and samplers are not supported by bronze (parameter '" + p.info.name + "')");
+    for (std::size_t k = pb; k < pe; ++k)
+      if (!skip.count(k) && t(k).kind == Token::Ident && is_texture_type(t(k).text))
+        fail(t(pb), "textures and samplers are not supported by bronze (parameter '" + p.info.name + "')");
     p.info.read_only = is_const || space == "constant";
     p.def_type = (p.info.read_only ? "const " : "") + text(pb, pe, {}, skip);
-    std::string attribute;
-    int buffer_index = -1, tg_index = -1;
-    for (const std::string& a : attrs) {
-      auto num = [&](const std::string& prefix) {
-        try {
-          return std::stoi(a.substr(prefix.size() + 1));
-        } catch (...) {
-          fail(t(pb), "bad attribute [[" + a + "]]");
-        }
+    // Each attribute by its name: what Metal knows, or an error at the
+    // parameter (an unknown one would otherwise take an argument).
+    std::string attribute, where = "parameter '" + p.info.name + "'";
+    bool buffer = false, threadgroup = false;
+    for (std::size_t a = 0; a < attrs.size(); ++a) {
+      const auto [b, e] = attr_tokens[a];
+      const std::string name = t(b).text;
+      const bool call = e > b + 1 && t(b + 1).text == "(";
+      std::string arg = call ? text(b + 2, e - 1, {}, {}, true) : "";
+      auto needs_arg = [&](const char* form) {
+        if (!call || arg.empty()) fail(t(b), "[[" + name + "]] of " + where + " needs an argument: [[" + form + "]]");
       };
-      if (a.rfind("buffer(", 0) == 0) buffer_index = num("buffer");
-      else if (a.rfind("threadgroup(", 0) == 0) tg_index = num("threadgroup");
-      else if (a.rfind("function_constant(", 0) == 0 && a.back() == ')')
-        p.constant = a.substr(18, a.size() - 19);
-      else if (attribute_field(a)) attribute = a;
-      else if (a.rfind("stage_in", 0) == 0 || a.rfind("texture", 0) == 0 || a.rfind("sampler", 0) == 0)
-        fail(t(pb), "[[" + a + "]] is not a compute-kernel parameter bronze supports");
-      else if (const char* near = misspelled_attribute(a))  // else the parameter would silently take an argument
-        fail(t(pb), "unknown attribute [[" + a + "]]; did you mean [[" + near + "]]?");
+      if (e > b + 1 && t(b + 1).text == "::") continue;  // a vendor's (clang::, gnu::): theirs to check
+      if (name == "buffer") {
+        needs_arg("buffer(0)");
+        buffer = true;
+        p.index_expr = arg;
+        p.index_token = b + 2;
+      } else if (name == "threadgroup") {
+        needs_arg("threadgroup(0)");
+        threadgroup = true;
+        p.index_expr = arg;
+        p.index_token = b + 2;
+      } else if (name == "function_constant") {
+        needs_arg("function_constant(name)");
+        p.constant = arg;
+        p.constant_token = b + 2;
+      } else if (attribute_field(name)) {
+        if (call) fail(t(b), "[[" + name + "]] takes no argument (" + where + ")");
+        if (!attribute.empty()) fail(t(b), where + " has two thread-position attributes");
+        attribute = name;
+      } else if (name == "maybe_unused") {
+      } else if (std::find(std::begin(kUnsupportedAttributes), std::end(kUnsupportedAttributes), name) !=
+                 std::end(kUnsupportedAttributes)) {
+        fail(t(b), "[[" + name + "]] (" + where + ") is not a compute-kernel parameter bronze supports");
+      } else if (const char* near = nearest_attribute(name)) {
+        fail(t(b), "unknown attribute [[" + name + "]] on " + where + "; did you mean [[" + near + "]]?");
+      } else {
+        fail(t(b), "unknown attribute [[" + name + "]] on " + where +
+                       "; a kernel parameter takes [[buffer(n)]], [[threadgroup(n)]], [[function_constant(c)]] or a "
+                       "thread-position attribute such as [[thread_position_in_grid]]");
+      }
     }
     if (!attribute.empty()) {
+      if (buffer || threadgroup || !space.empty() || p.pointer || p.reference || array)
+        fail(t(pb), "[[" + attribute + "]] is an attribute of a value (uint, ushort2, uint3, ...); " + where +
+                        " is not one");
+      if (!p.constant.empty()) fail(t(pb), "a thread-position attribute cannot be a function constant's (" + where + ")");
       p.info.kind = ParamKind::Attribute;
       p.info.attribute = attribute;
-    } else if (tg_index >= 0 || space == "threadgroup") {
+      return p;
+    }
+    if (threadgroup || space == "threadgroup") {
+      if (buffer) fail(t(pb), where + " is a threadgroup buffer: it takes [[threadgroup(n)]], not [[buffer(n)]]");
+      if (space != "threadgroup" || !(p.pointer || p.reference))
+        fail(t(pb), "[[threadgroup(n)]] is for threadgroup pointers (threadgroup T* name); " + where + " is not one");
       p.info.kind = ParamKind::ThreadgroupBuffer;
-      p.info.index = tg_index >= 0 ? tg_index : 0;
-      if (p.info.index > 7) fail(t(pb), "threadgroup buffer index over 7");
-    } else if ((p.pointer || p.reference) && space == "device") {
+      return p;
+    }
+    if ((p.pointer || p.reference) && !array && space.empty())
+      fail(t(pb), where + " is a pointer or reference without an address space: write device, constant or "
+                          "threadgroup (device float* " + p.info.name + ")");
+    if ((p.pointer || p.reference) && space == "device") {
       p.info.kind = ParamKind::Buffer;
     } else if (p.pointer && space == "constant") {
       p.info.kind = ParamKind::Buffer;
@@ -1008,15 +1041,6 @@ class Parser {
     } else {
       fail(t(pb), "unsupported kernel parameter '" + p.info.name + "' (address space " + space + ")");
     }
-    if (!p.constant.empty() && !present(p.constant)) {
-      p.absent = true;  // no argument, no slot: another parameter may take its [[buffer(n)]]
-      return p;
-    }
-    if (p.info.kind == ParamKind::Buffer || p.info.kind == ParamKind::Scalar) {
-      p.info.index = buffer_index;
-      if (buffer_index >= 0 && !used_slots.insert(buffer_index).second)
-        fail(t(pb), "buffer index " + std::to_string(buffer_index) + " is used twice");
-    }
     return p;
   }
 
@@ -1025,13 +1049,33 @@ class Parser {
   // aliases (`using K = Kernel<T, 4>;`, MLX's gemv and sort) are replaced by
   // their values, since the expression is evaluated outside the kernel.
   std::vector<std::string> threadgroup_sizes(const KernelDef& def, const std::map<std::string, std::string>& subst) const {
-    std::map<std::string, std::string> local = subst;
+    // The names in scope at each array: a block's declarations end with
+    // it, so an inner `constexpr int N = 4;` does not size an outer array.
+    std::vector<std::map<std::string, std::string>> scopes = {subst};
     auto statement_end = [&](std::size_t k) {
       while (k < def.body_end && t(k).text != ";") ++k;
       return k;
     };
-    for (std::size_t k = def.body_begin; k + 2 < def.body_end; ++k) {  // in source order: later ones use earlier
-      if (t(k).text == "using" && t(k + 1).kind == Token::Ident && t(k + 2).text == "=") {
+    const std::vector<ParsedSource::ThreadgroupVar> vars = threadgroup_vars(def, 0);
+    std::vector<std::string> out;
+    auto next = vars.begin();
+    for (std::size_t k = def.body_begin; k < def.body_end; ++k) {  // in source order: later ones use earlier
+      std::map<std::string, std::string>& local = scopes.back();
+      if (next != vars.end() && next->first == k) {
+        std::string expr = "sizeof(" + text(k + 1, next->name, local, {}, true) + ")";
+        for (std::size_t e = next->name + 1; t(e).text == "[";) {
+          std::size_t close = match(e, "[", "]");
+          expr += " * (" + text(e + 1, close, local, {}, true) + ")";
+          e = close + 1;
+        }
+        out.push_back(expr);
+        ++next;
+      }
+      if (t(k).text == "{") {
+        scopes.push_back(scopes.back());
+      } else if (t(k).text == "}") {
+        if (scopes.size() > 1) scopes.pop_back();
+      } else if (t(k).text == "using" && t(k + 1).kind == Token::Ident && t(k + 2).text == "=") {
         local[t(k + 1).text] = text(k + 3, statement_end(k), local, {}, true);
       } else if (t(k).text == "typedef") {
         std::size_t end = statement_end(k);
@@ -1045,16 +1089,6 @@ class Parser {
           if (eq < e && eq > b && t(eq - 1).kind == Token::Ident) local[t(eq - 1).text] = "(" + text(eq + 1, e, local, {}, true) + ")";
         }
       }
-    }
-    std::vector<std::string> out;
-    for (const ParsedSource::ThreadgroupVar& v : threadgroup_vars(def, 0)) {
-      std::string expr = "sizeof(" + text(v.first + 1, v.name, local, {}, true) + ")";
-      for (std::size_t e = v.name + 1; t(e).text == "[";) {
-        std::size_t close = match(e, "[", "]");
-        expr += " * (" + text(e + 1, close, local, {}, true) + ")";
-        e = close + 1;
-      }
-      out.push_back(expr);
     }
     return out;
   }
@@ -1121,7 +1155,6 @@ class Parser {
     bool preferred;
   };
   std::map<std::string, Member> members_;  // member functions by scope and signature
-  std::vector<std::pair<std::string, std::string>> given_;  // function constant values from the unit's pragmas
 };
 
 }  // namespace

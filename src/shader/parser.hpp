@@ -23,19 +23,34 @@ struct ParsedParam {
   // The parameter in the definition (validate=True rewrites buffer pointers):
   std::string def_type;    // element type as written, address spaces removed ("const T")
   std::size_t span_begin = 0, span_end = 0;  // byte offsets of the whole parameter
+  std::size_t token = 0;                      // its first token (file and line for messages)
+  // The [[buffer(n)]] or [[threadgroup(n)]] index as written (a C++
+  // constant expression: `2`, `kIn`, `4 - 2`); empty where none is given.
+  // The compiler that builds the unit evaluates it (rewrite.hpp's plans).
+  std::string index_expr;
+  std::size_t index_token = 0, constant_token = 0;  // the first tokens of index_expr and constant
   // [[function_constant(c)]]: the parameter exists only while c is true;
-  // absent, it takes no argument and no buffer slot.
+  // absent, it takes no argument and no buffer slot. Also evaluated by the
+  // compiler, so `0u`, `(0)` and `0.0` are false as the code sees them.
   std::string constant;
-  bool absent = false;
 };
 
 // A program-scope `constant T name [[function_constant(index)]];`.
 struct FunctionConstant {
   std::string name, type;
-  long index = -1;
-  std::string value;   // as a C++ expression; empty: not given (undefined)
+  std::string ns;          // the namespace it is declared in ("" or "a::b")
+  std::string index_expr;
+  std::size_t index_token = 0, constant_token = 0;  // the first tokens of index_expr and constant  // as written; the compiler evaluates it
   std::size_t first = 0, semicolon = 0;  // tokens: the declaration's first, its ';'
   bool has_constexpr = false;
+};
+// A value given to function constants (compile_shader's constants=, a
+// specialization's), in the order given: the last that names a constant,
+// by name or by index, is its value.
+struct GivenConstant {
+  std::string key;    // a name, or an index (decimal digits)
+  std::string value;  // a C++ expression
+  bool by_index() const;
 };
 
 struct ParsedKernel {
@@ -46,8 +61,14 @@ struct ParsedKernel {
   std::string callee;
   std::vector<ParsedParam> params;
   // C++ expressions for the bytes of each threadgroup array the kernel
-  // declares ("sizeof(float) * (256)"), local constants substituted.
+  // declares ("sizeof(float) * (256)"), the constants of the enclosing
+  // blocks substituted.
   std::vector<std::string> threadgroup_sizes;
+  // The kernel function's definition: its namespace and its parameter
+  // list's first token (which names the definition's binding plan:
+  // kernels instantiated from one template share it).
+  std::string ns;
+  std::size_t definition = 0;
   // Tokens [first, last] of the explicit instantiation that names it
   // (`template [[host_name("n")]] kernel void f<float>(...);`); empty
   // (first > last) for a kernel that is a function, not a template's.
@@ -59,10 +80,12 @@ struct ParsedSource {
   std::vector<Token> tokens;
   std::vector<ParsedKernel> kernels;
   std::vector<FunctionConstant> function_constants;
-  // Tokens of is_function_constant_defined(c) calls: first, last, the answer.
+  std::vector<GivenConstant> given;  // from the unit's kConstantPragma lines
+  // Tokens of is_function_constant_defined(c) calls: the call's first and
+  // last, and the last token of c's name (the compiler answers through
+  // the constant's companion, rewrite.hpp's defined_name).
   struct Defined {
-    std::size_t first, last;
-    bool defined;
+    std::size_t first, last, name;
   };
   std::vector<Defined> defined_queries;
   // Token ranges [first, last] to drop: member functions that differ from
@@ -104,7 +127,8 @@ bool is_specifier(const std::string& x);
 // than continuing one (`a::b`): the unit's global namespace is bronze_msl.
 bool global_qualifier(const std::vector<Token>& t, std::size_t i);
 
-// Attribute name -> the field of bronze_rt::ids holding it, or nullptr.
+// Thread-position attribute name -> the expression over a bronze_rt::ids
+// (its field, or one computed from them), or nullptr.
 const char* attribute_field(const std::string& attribute);
 
 }  // namespace bronze::shader

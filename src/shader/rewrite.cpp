@@ -4,6 +4,8 @@
 #include <cctype>
 #include <set>
 
+#include "shader/types.hpp"
+
 namespace bronze::shader {
 namespace {
 struct Edit {
@@ -253,13 +255,110 @@ std::string function_typedef(const ParsedKernel& pk, std::size_t k) {
   return "typedef decltype(" + pk.callee + ") " + function_type(k) + ";\n";
 }
 
+std::string plan_name(const ParsedKernel& pk) {
+  return "::bronze_msl::" + (pk.ns.empty() ? "" : pk.ns + "::") + "bronze_plan_" + std::to_string(pk.definition);
+}
+
+std::string present_expr(const ParsedKernel& pk, std::size_t i) {
+  return plan_name(pk) + "[" + std::to_string(i) + "].present";
+}
+
+std::size_t entry_position(const ParsedKernel& pk, std::size_t i) {
+  std::size_t n = 0;
+  for (std::size_t j = 0; j < i; ++j) n += enters(pk.params[j].info);
+  return n;
+}
+
 std::string layout_initializer(const ParsedKernel& pk, std::size_t k) {
+  const std::string plan = plan_name(pk);
   std::string s = "{";
-  for (int b : pk.info.bound) {
-    std::string v = "bronze_rt::value_t<" + param_type(k, static_cast<std::size_t>(b)) + ">";
-    s += "bronze_rt::size_of<" + v + ">::value, bronze_rt::type_code<" + v + ">::value, ";
+  for (std::size_t i = 0; i < pk.params.size(); ++i) {
+    std::string v = "bronze_rt::value_t<" + param_type(k, i) + ">", at = plan + "[" + std::to_string(i) + "]";
+    s += "(unsigned long long)bronze_rt::plan_slot(" + plan + ", " + std::to_string(i) + "), " + at + ".present, " +
+         "bronze_rt::size_of<" + v + ">::value, bronze_rt::type_code<" + v + ">::value,\n";
   }
   return s + "0}";
+}
+
+namespace {
+// A #line directive that puts what follows at `tok`'s line of its file,
+// and spaces up to its column less `before` characters: the compiler's
+// message then points at the user's token.
+std::string at_line(const ParsedSource& ps, const Token& tok, std::size_t before = 0) {
+  const std::string& file = ps.files[std::min<std::size_t>(static_cast<std::size_t>(tok.file), ps.files.size() - 1)];
+  std::string q;
+  for (char c : file) {
+    if (c == '"' || c == '\\') q += '\\';
+    q += c;
+  }
+  const std::size_t col = static_cast<std::size_t>(std::max(tok.col, 1)) - 1;
+  return "#line " + std::to_string(tok.line) + " \"" + q + "\"\n" + std::string(col > before ? col - before : 0, ' ');
+}
+}  // namespace
+
+std::string binding_plans(const ParsedSource& ps, const RewriteOptions& options) {
+  std::string out;
+  // A value given by index must name a constant: the compiler compares the
+  // indices it evaluated.
+  for (const GivenConstant& g : ps.given) {
+    if (!g.by_index()) continue;
+    std::string any = "false";
+    for (const FunctionConstant& fc : ps.function_constants)
+      any += " || ::bronze_msl::" + (fc.ns.empty() ? "" : fc.ns + "::") + index_name(fc.name) + " == " + g.key;
+    out += "static_assert(" + any + ", \"constants: the source declares no function constant with index " + g.key +
+           "\");\n";
+  }
+  // static_assert(test(args), "message") at `tok`: GCC places its message
+  // at the test's opening parenthesis, which lands on the user's token.
+  auto assertion = [&](const Token& tok, const std::string& test, const std::string& args, const std::string& message) {
+    return "static_assert(" + test + "\n" + at_line(ps, tok) + "(" + args + "), \"" + message + "\");\n";
+  };
+  std::set<std::size_t> planned;  // definitions: kernels of one template share its plan
+  for (std::size_t k = 0; k < ps.kernels.size(); ++k) {
+    if (!options.has_entry(k)) continue;
+    const ParsedKernel& pk = ps.kernels[k];
+    if (planned.insert(pk.definition).second) {
+      // In the kernel's namespace, so its attributes' names mean what they
+      // mean in its signature; each expression at its place in the user's
+      // line, where the compiler then reports what it finds wrong with it.
+      const std::string plan = "bronze_plan_" + std::to_string(pk.definition), cast = "static_cast<bool>(";
+      std::string checks;
+      out += pk.ns.empty() ? "" : "namespace " + pk.ns + " {\n";
+      out += "constexpr bronze_rt::plan_param " + plan + "[] = {\n";
+      for (std::size_t i = 0; i < pk.params.size(); ++i) {
+        const ParsedParam& p = pk.params[i];
+        const Token& at = ps.tokens[p.token];
+        const bool binding = enters(p.info), tg = p.info.kind == ParamKind::ThreadgroupBuffer;
+        out += std::string("{") + (binding ? "bronze_rt::plan_binding" : tg ? "bronze_rt::plan_threadgroup" : "bronze_rt::plan_other") +
+               ",\n" + (p.index_expr.empty() ? "false, -1" : "true,\n" + at_line(ps, ps.tokens[p.index_token]) + p.index_expr) + ",\n" +
+               (p.constant.empty() ? "true" : at_line(ps, ps.tokens[p.constant_token], cast.size()) + cast + p.constant + ")") +
+               "},\n";
+        const std::string what = "parameter '" + p.info.name + "'", args = plan + ", " + std::to_string(i);
+        if (binding) {
+          checks += assertion(at, "bronze_rt::plan_in_range", args + ", 31",
+                              what + (p.index_expr.empty() ? " takes a buffer index past 30: a kernel has at most 31 buffers"
+                                                           : ": a [[buffer(n)]] index is 0 to 30"));
+          if (!p.index_expr.empty())
+            checks += assertion(at, "bronze_rt::plan_unique", args, what + ": its [[buffer(n)]] index is another parameter's too");
+        } else if (tg && !p.index_expr.empty()) {
+          checks += assertion(at, "bronze_rt::plan_in_range", args + ", 8", what + ": bronze takes [[threadgroup(n)]] indices 0 to 7");
+          checks += assertion(at, "bronze_rt::plan_unique", args, what + ": its [[threadgroup(n)]] index is another parameter's too");
+        }
+      }
+      out += "{bronze_rt::plan_other, false, -1, false}};\n" + checks + (pk.ns.empty() ? "" : "}\n");
+    }
+    // The function itself, as the compiler resolved it.
+    out += function_typedef(pk, k);
+    out += assertion(ps.tokens[pk.definition - 2], "bronze_rt::returns_void<" + function_type(k) + ">{}", "",
+                     "a kernel function returns void");
+    for (std::size_t i = 0; i < pk.params.size(); ++i) {
+      const ParsedParam& p = pk.params[i];
+      if (p.info.kind == ParamKind::Attribute)
+        out += assertion(ps.tokens[p.token], "bronze_rt::is_position<bronze_rt::value_t<" + param_type(k, i) + ">>{}", "",
+                         "[[" + p.info.attribute + "]] takes a uint or ushort value or vector (parameter '" + p.info.name + "')");
+    }
+  }
+  return out + "#line 1 \"bronze-entry\"\n";
 }
 
 std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderTarget target,
@@ -297,15 +396,33 @@ std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderT
   }
   auto blank = [&](const Token& tok) { edits.push_back({tok.offset, tok.text.size(), std::string(tok.text.size(), ' ')}); };
   // Function constants become compile-time constants of their value (given,
-  // or the type's zero: Metal leaves an undefined one without a value).
+  // or the type's zero: Metal leaves an undefined one without a value), each
+  // with companions on its line: whether it was given, and its index.
   for (const FunctionConstant& fc : ps.function_constants) {
     if (!fc.has_constexpr) edits.push_back({t[fc.first].offset, 0, "constexpr "});
-    edits.push_back({t[fc.semicolon].offset, 0,
-                     " = " + (fc.value.empty() ? fc.type + "()" : "(" + fc.type + ")(" + fc.value + ")")});
+    const std::string index = "static_cast<long long>(" + fc.index_expr + ")";
+    std::string value = fc.type + "()", defined = "false";
+    for (const GivenConstant& g : ps.given) {  // the last given that names it counts
+      std::string given = "(" + fc.type + ")(" + g.value + ")";
+      if (g.key == fc.name) {
+        value = given, defined = "true";
+      } else if (g.by_index()) {
+        value = "(" + index + " == " + g.key + " ? " + given + " : " + value + ")";
+        defined = "(" + index + " == " + g.key + " || " + defined + ")";
+      }
+    }
+    edits.push_back({t[fc.semicolon].offset, 0, " = " + value});
+    edits.push_back({t[fc.semicolon].offset + 1, 0,
+                     " constexpr bool " + defined_name(fc.name) + " = " + defined + "; constexpr long long " +
+                         index_name(fc.name) + " = " + index + ";"});
   }
   for (const ParsedSource::Defined& q : ps.defined_queries) {
-    std::size_t b = t[q.first].offset, e = t[q.last].offset + 1;
-    edits.push_back({b, e - b, q.defined ? "true" : "false"});
+    // is_function_constant_defined(p::c) -> (p::bronze_fc_defined_c): the
+    // compiler finds the constant as the code names it.
+    std::size_t b = t[q.first].offset, e = t[q.last].offset + 1, n = t[q.first + 2].offset;
+    std::string scope = src.substr(n, t[q.name].offset - n);
+    if (scope.rfind("::", 0) == 0) scope = "::bronze_msl" + scope;
+    edits.push_back({b, e - b, "(" + scope + defined_name(t[q.name].text) + ")"});
   }
   auto find = [&](std::size_t k, auto stop) {
     int depth = 0;

@@ -76,12 +76,40 @@ std::string rewrite_body(const std::string& unit, const ParsedSource& parsed, Sh
                          const RewriteOptions& options);
 
 // Kernel k's names in the generated code: its function's type (a typedef
-// at namespace scope), its entry, and its layout table: per binding the
-// size and the bronze_rt::type_code of the value type, then a 0.
+// at namespace scope), its entry, and its layout table: per parameter, in
+// declaration order, its slot (a buffer's or threadgroup buffer's index,
+// -1 for others), whether its function constant keeps it (1 or 0), the size
+// and the bronze_rt::type_code of its value type; then a 0. The runtime
+// orders the call's arguments by those slots (types.hpp's apply_layout).
 inline std::string function_type(std::size_t k) { return "bronze_fn_" + std::to_string(k); }
 inline std::string entry_symbol(std::size_t k) { return "bronze_entry_" + std::to_string(k); }
 inline std::string layout_symbol(std::size_t k) { return "bronze_layout_" + std::to_string(k); }
-inline std::size_t layout_words(const ParsedKernel& pk) { return 2 * pk.info.bound.size() + 1; }
+constexpr std::size_t kLayoutWordsPerParam = 4;
+inline std::size_t layout_words(const ParsedKernel& pk) { return kLayoutWordsPerParam * pk.params.size() + 1; }
+
+// The binding plan of the kernel function a ParsedKernel names (a
+// constexpr array of bronze_rt::plan_param, one per parameter): its
+// indices and function constants as the compiler evaluates them, in the
+// kernel's own namespace; static_asserts at the user's lines refuse what
+// Metal refuses (an index used twice, outside Metal's range).
+std::string plan_name(const ParsedKernel& pk);  // qualified from bronze_msl
+// The plans of the kernels [first_kernel, last_kernel), and each kernel's
+// checks of its function type (it returns void, its thread-position
+// attributes are uint or ushort values), for the entries' part of the file.
+std::string binding_plans(const ParsedSource& ps, const RewriteOptions& options);
+
+// A kernel's arguments reach its entry in entry order: the buffers and
+// values (ParamKind::Buffer and Scalar) in declaration order, those a
+// function constant removed included; entry_position(pk, i) is parameter
+// i's place there.
+std::size_t entry_position(const ParsedKernel& pk, std::size_t i);
+// A function constant's companions in the generated unit, beside it:
+// whether a value was given (is_function_constant_defined), and its index.
+inline std::string defined_name(const std::string& constant) { return "bronze_fc_defined_" + constant; }
+inline std::string index_name(const std::string& constant) { return "bronze_fc_index_" + constant; }
+
+// "bronze_rt::plan_param's present of parameter i", a constant expression.
+std::string present_expr(const ParsedKernel& pk, std::size_t i);
 // The kernel's threadgroup arrays' bytes (a uint64). CPU: always; CUDA:
 // where they are carved from dynamic shared memory, each rounded to 16.
 inline std::string tgmem_symbol(std::size_t k) { return "bronze_tgmem_" + std::to_string(k); }

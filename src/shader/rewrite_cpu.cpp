@@ -16,20 +16,23 @@ bool flat_loop_ok(const ParsedKernel& pk) {
   return true;
 }
 
-// The argument kernel k's parameter i gets from the launch (bindings from
-// the argument slots `a`).
-std::string arg_expr(std::size_t k, std::size_t i, const ParsedParam& p, bool wrap) {
+// The argument kernel k's parameter i gets from the launch: its argument
+// slot `a` in entry order (rewrite.hpp's entry_position); absent where its
+// function constant removes it.
+std::string arg_expr(const ParsedKernel& pk, std::size_t k, std::size_t i, bool wrap) {
+  const ParsedParam& p = pk.params[i];
   const KernelParam& info = p.info;
-  std::string P = param_type(k, i), b = std::to_string(info.binding);
-  if (p.absent) return "bronze_rt::absent<" + P + ">()";
+  std::string P = param_type(k, i), j = std::to_string(entry_position(pk, i)), present = present_expr(pk, i);
   switch (info.kind) {
     case ParamKind::Buffer:
     case ParamKind::Scalar:
       if (checked(p, wrap))
-        return "bronze_rt::bounded<" + P + ">(a[" + b + "], L->arg_bytes[" + b + "], \"" + info.name + "\", L->fault)";
-      return "bronze_rt::arg<" + P + ">(a[" + b + "])";
+        return "bronze_rt::make_if<" + P + ", " + present + ">([&] { return bronze_rt::bounded<" + P + ">(a[" + j +
+               "], L->arg_bytes[" + j + "], \"" + info.name + "\", L->fault); })";
+      return "bronze_rt::arg_if<" + P + ", " + present + ">(a[" + j + "])";
     case ParamKind::ThreadgroupBuffer:
-      return "(" + P + ")bronze_rt::tg_buffer(" + std::to_string(info.index) + ", L)";
+      return "(" + P + ")bronze_rt::tg_buffer(bronze_rt::plan_threadgroup_index(" + plan_name(pk) + ", " +
+             std::to_string(i) + "), L)";
     case ParamKind::Attribute:
       return attribute_expr(k, i, info);
   }
@@ -42,23 +45,20 @@ std::string rewrite_for_cpu(const std::string& unit, const ParsedSource& ps, con
   std::string body = rewrite_body(unit, ps, ShaderTarget::HostCpp, options);
   // Only the entries are exported (-fvisibility=hidden): kernel functions
   // that cannot be interposed are inlined into the loops and vectorized.
-  std::string out;
+  std::string out = binding_plans(ps, options);
   for (std::size_t k = 0; k < ps.kernels.size(); ++k) {
     if (!options.has_entry(k)) continue;
     const ParsedKernel& pk = ps.kernels[k];
     std::string args;
-    for (std::size_t i = 0; i < pk.params.size(); ++i)
-      args += (i ? ", " : "") + arg_expr(k, i, pk.params[i], wrap);
+    for (std::size_t i = 0; i < pk.params.size(); ++i) args += (i ? ", " : "") + arg_expr(pk, k, i, wrap);
     std::string flat;
     if (flat_loop_ok(pk)) {
       std::string hoist, fargs;
       for (std::size_t i = 0; i < pk.params.size(); ++i) {
         const ParsedParam& p = pk.params[i];
-        std::string v = "a" + std::to_string(p.info.binding);
-        if (p.absent) {
-          fargs += (i ? ", " : "") + arg_expr(k, i, p, wrap);
-        } else if (p.info.kind != ParamKind::Attribute) {
-          hoist += "    " + param_type(k, i) + " " + v + " = " + arg_expr(k, i, p, wrap) + ";\n";
+        std::string v = "a" + std::to_string(i);
+        if (p.info.kind != ParamKind::Attribute) {
+          hoist += "    " + param_type(k, i) + " " + v + " = " + arg_expr(pk, k, i, wrap) + ";\n";
           fargs += (i ? ", " : "") + v;
         } else {
           fargs += std::string(i ? ", " : "") + "bronze_rt::dim<" + param_type(k, i) + ">(uint3((uint)i, 0u, 0u))";
@@ -70,7 +70,6 @@ std::string rewrite_for_cpu(const std::string& unit, const ParsedSource& ps, con
              "    for (uint64_t i = begin; i < end; ++i) (" + pk.callee + ")(" + fargs + ");\n"
              "    return;\n  }\n";
     }
-    out += function_typedef(pk, k);
     out += "extern \"C\" BRONZE_EXPORT void " + entry_symbol(k) +
            "(void* const* a, const bronze_cpu_launch* L, unsigned long long g0, unsigned long long g1) {\n"
            "  (void)a;\n" + (validate ? "  bronze_rt::validated_fault = L->fault;\n" : "") + flat +

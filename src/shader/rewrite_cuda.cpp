@@ -15,43 +15,38 @@ bool mentions(const ParsedSource& ps, const std::string& name) {
 
 std::string rewrite_for_cuda(const std::string& unit, const ParsedSource& ps, const RewriteOptions& options) {
   std::string body = rewrite_body(unit, ps, ShaderTarget::CudaCpp, options);
-  std::string out;
+  std::string out = binding_plans(ps, options);
   for (std::size_t k = 0; k < ps.kernels.size(); ++k) {
     if (!options.has_entry(k)) continue;
     const ParsedKernel& pk = ps.kernels[k];
-    // One entry parameter per binding, in binding order: buffers and arrays
-    // as pointers (bronze_rt::slot_t), values by value in kernel parameter
-    // space, read through the constant cache (`constant T&` binds to it).
-    std::string params = "const bronze_gpu_launch L";
-    for (int b = 0; b < pk.info.bindings(); ++b) {
-      const std::size_t i = static_cast<std::size_t>(pk.info.bound[b]);
-      const KernelParam& p = pk.params[i].info;
-      params += std::string(p.by_value ? ", bronze_rt::value_t<" : ", bronze_rt::slot_t<") + param_type(k, i) + ">" +
-                (options.restrict_read_only && p.read_only && !p.by_value ? " __restrict__" : "") + " a" +
-                std::to_string(b);
-    }
-    std::string args;
-    for (std::size_t i = 0; i < pk.params.size(); ++i) {
+    // One entry parameter per buffer and value, in entry order
+    // (rewrite.hpp's entry_position; the runtime passes zeros for those a
+    // function constant removed): buffers and arrays as pointers
+    // (bronze_rt::slot_t), values by value in kernel parameter space, read
+    // through the constant cache (`constant T&` binds to it).
+    std::string params = "const bronze_gpu_launch L", args;
+    for (std::size_t i = 0, j = 0; i < pk.params.size(); ++i) {
       const ParsedParam& p = pk.params[i];
-      std::string e, P = param_type(k, i);
-      if (p.absent) {
-        args += (i ? ", " : "") + std::string("bronze_rt::absent<") + P + ">()";
-        continue;
-      }
+      std::string e, P = param_type(k, i), present = present_expr(pk, i);
       switch (p.info.kind) {
         case ParamKind::Buffer:
-        case ParamKind::Scalar:
-          e = p.info.by_value ? "a" + std::to_string(p.info.binding)
-                              : "bronze_rt::from_slot<" + P + ">(a" + std::to_string(p.info.binding) + ")";
+        case ParamKind::Scalar: {
+          const std::string a = "a" + std::to_string(j++);
+          const bool by_value = p.info.by_value;
+          params += std::string(by_value ? ", bronze_rt::value_t<" : ", bronze_rt::slot_t<") + P + ">" +
+                    (options.restrict_read_only && p.info.read_only && !by_value ? " __restrict__" : "") + " " + a;
+          e = by_value ? "bronze_rt::value_if<" + P + ", " + present + ">(" + a + ")"
+                       : "bronze_rt::from_slot_if<" + P + ", " + present + ">(" + a + ")";
           break;
+        }
         case ParamKind::ThreadgroupBuffer:
-          e = "(" + P + ")bronze_rt::tg_buffer(" + std::to_string(p.info.index) + ", L)";
+          e = "(" + P + ")bronze_rt::tg_buffer(bronze_rt::plan_threadgroup_index(" + plan_name(pk) + ", " +
+              std::to_string(i) + "), L)";
           break;
         case ParamKind::Attribute: e = attribute_expr(k, i, p.info); break;
       }
       args += (i ? ", " : "") + e;
     }
-    out += function_typedef(pk, k);
     out += "extern \"C\" __global__ void " + entry_symbol(k) + "(" + params + ") {\n"
            "  bronze_rt::ids id;\n"
            "  if (!bronze_rt::make_ids(L, id)) return;\n"

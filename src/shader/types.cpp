@@ -1,6 +1,8 @@
 #include "shader/types.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "bronze/error.hpp"
 
@@ -69,11 +71,27 @@ std::string type_name(unsigned long long code) {
 }
 
 void apply_layout(KernelInfo& info, const unsigned long long* layout) {
-  for (auto& p : info.params) {
-    if (p.binding < 0) continue;
-    p.size = static_cast<std::size_t>(layout[2 * p.binding]);
-    std::string resolved = type_name(layout[2 * p.binding + 1]);
+  std::vector<std::pair<long long, int>> slots;  // (slot, parameter) of the present bindings
+  for (std::size_t i = 0; i < info.params.size(); ++i) {
+    KernelParam& p = info.params[i];
+    const unsigned long long* w = layout + 4 * i;
+    const auto slot = static_cast<long long>(w[0]);
+    p.size = static_cast<std::size_t>(w[2]);
+    std::string resolved = type_name(w[3]);
     if (!resolved.empty()) p.type = resolved;
+    p.binding = -1;
+    p.index = -1;
+    if (p.kind == ParamKind::ThreadgroupBuffer) p.index = slot < 0 ? 0 : static_cast<int>(slot);
+    if (enters(p) && w[1]) {
+      p.index = static_cast<int>(slot);
+      slots.emplace_back(slot, static_cast<int>(i));
+    }
+  }
+  std::stable_sort(slots.begin(), slots.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  info.bound.clear();
+  for (const auto& [slot, i] : slots) {
+    info.params[i].binding = static_cast<int>(info.bound.size());
+    info.bound.push_back(i);
   }
 }
 

@@ -25,9 +25,13 @@ ScalarType scalar_type(const std::string& type);
 // in bronze_metal.h: "float4", "packed_half3", "atomic_uint"), or "" for
 // other types (structs).
 std::string type_name(unsigned long long code);
-// Sets each bound parameter's size, and its type where the compiler
-// resolved a numeric one, from a kernel's layout table (per binding: size,
-// type code).
+// Whether a parameter takes an argument of the call (a buffer or a value),
+// unless its function constant removes it.
+inline bool enters(const KernelParam& p) { return p.kind == ParamKind::Buffer || p.kind == ParamKind::Scalar; }
+// From a kernel's layout table (rewrite.hpp: per parameter its slot, whether
+// it is present, its size and type code, as the compiler evaluated them):
+// each parameter's size, its type where the compiler resolved a numeric
+// one, its index, and the call's bindings in slot order.
 void apply_layout(KernelInfo& info, const unsigned long long* layout);
 
 // How errors name a parameter: "argument 1 ('a', constant float&)". Built

@@ -78,16 +78,49 @@ TEST(Parser, ReflectsSignature) {
   EXPECT_EQ(k.params[0].kind, ParamKind::Buffer);
   EXPECT_TRUE(k.params[0].read_only);
   EXPECT_EQ(k.params[0].type, "float");
-  EXPECT_EQ(k.params[0].binding, 1);  // [[buffer(1)]]
-  EXPECT_EQ(k.params[1].binding, 0);
+  EXPECT_EQ(ps.kernels[0].params[0].index_expr, "1");  // evaluated by the compiler: below
   EXPECT_FALSE(k.params[1].read_only);
   EXPECT_EQ(k.params[2].kind, ParamKind::Scalar);
-  EXPECT_EQ(k.params[2].index, 2);  // the first free slot
   EXPECT_EQ(k.params[3].kind, ParamKind::ThreadgroupBuffer);
   EXPECT_EQ(k.params[4].attribute, "thread_position_in_grid");
   EXPECT_EQ(k.params[5].type, "ushort");
-  EXPECT_EQ(k.bindings(), 3);
   EXPECT_FALSE(k.cooperative);
+}
+
+// Indices are constant expressions the compiler evaluates (an enum's
+// constant, arithmetic); implicit slots take the free ones in declaration
+// order, and the call's arguments follow the slots.
+TEST(Parser, TheCompilerEvaluatesIndicesAndSlots) {
+  auto lib = bronze::compile_shader(R"(
+    namespace ops { enum { kIn = 0, kOut = 3 }; }
+    namespace ops {
+    kernel void k(device float* out [[buffer(kOut)]], device const float* in [[buffer(kIn)]],
+                  constant uint& n, device const float* b [[buffer(4 - 2)]],
+                  threadgroup float* scratch [[threadgroup(1 + 1)]], uint gid [[thread_position_in_grid]]) {}
+    })", {});
+  const auto& k = lib.kernel("k").info();
+  ASSERT_EQ(k.bindings(), 4);
+  EXPECT_EQ(k.params[1].binding, 0);  // in: 0
+  EXPECT_EQ(k.params[2].binding, 1);  // n: the first free slot, 1
+  EXPECT_EQ(k.params[2].index, 1);
+  EXPECT_EQ(k.params[3].binding, 2);  // b: 4 - 2
+  EXPECT_EQ(k.params[0].binding, 3);  // out: 3
+  EXPECT_EQ(k.params[4].index, 2);    // scratch's threadgroup index
+  EXPECT_EQ(k.params[5].type, "uint");
+}
+
+// Collectives are Metal's functions by name: a library's helper whose name
+// only starts like one is no collective.
+TEST(Parser, OnlyMetalsCollectivesMakeAKernelCooperative) {
+  auto ps = parse(R"(
+    inline float simd_twice(float v) { return 2 * v; }
+    inline float quad_helper(float v) { return v; }
+    kernel void a(device float* x, uint i [[thread_position_in_grid]]) { x[i] = simd_twice(quad_helper(x[i])); }
+    kernel void b(device float* x, uint i [[thread_position_in_grid]]) { x[i] = simd_prefix_exclusive_sum(x[i]); }
+  )", "t.metal");
+  ASSERT_EQ(ps.kernels.size(), 2u);
+  EXPECT_FALSE(ps.kernels[0].info.cooperative);
+  EXPECT_TRUE(ps.kernels[1].info.cooperative);
 }
 
 TEST(Parser, TemplatesAndCooperation) {
@@ -155,8 +188,19 @@ TEST(Parser, RejectsWhatItCannotRun) {
     }
   };
   expect_error("kernel void f(\n texture2d<float> t) {}", "textures", 2);
-  expect_error("kernel void f(device float* a [[buffer(0)]], device float* b [[buffer(0)]]) {}", "used twice", 1);
   expect_error("kernel void f(device float* x) {}\nkernel void f(device float* y) {}", "defined twice", 2);
+  expect_error("kernel void f(device float* x,\n uint i [[thread_positon_in_grid]]) {}",
+               "did you mean [[thread_position_in_grid]]", 2);
+  expect_error("kernel void f(float* x) {}", "without an address space", 1);
+  expect_error("kernel void f(device float* x [[buffer(0), thread_position_in_grid]]) {}", "is not one", 1);
+  // What only the compiler can tell, it reports at the user's line.
+  try {
+    bronze::compile_shader("kernel void f(device float* a [[buffer(0)]],\n device float* b [[buffer(1 - 1)]]) {}", {});
+    FAIL();
+  } catch (const bronze::ShaderCompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("another parameter's too"), std::string::npos) << e.what();
+    EXPECT_EQ(e.line(), 1);
+  }
 }
 
 TEST(ShaderTypes, ScalarTypes) {
@@ -183,6 +227,33 @@ TEST(ShaderDispatch, ArgumentBufferFromATensorVector) {
   for (double v : pair[1].to_double_vector()) EXPECT_EQ(v, 3.0);
   std::vector<bronze::Tensor> one = {pair[0]};
   EXPECT_THROW(lib.kernel("add1").dispatch({one}, o), bronze::ValueError);
+}
+
+// A function constant's value is a C++ expression, as the code sees it: a
+// parameter it guards is there exactly when the value is true ("0u", "(0)"
+// and "0.0" are false).
+TEST(ShaderDispatch, AGuardedParameterFollowsTheConstantsValueAsTheCodeSeesIt) {
+  const std::string src =
+      "constant bool on [[function_constant(0)]];\n"
+      "kernel void f(device float* o [[buffer(0)]], constant float& v [[buffer(1), function_constant(on)]],\n"
+      "              uint i [[thread_position_in_grid]]) { o[i] = on ? v : -1.0f; }";
+  auto o = bronze::zeros({2});
+  for (const char* off : {"0u", "(0)", "0.0", "false", "1 - 1"}) {
+    bronze::CompileOptions c;
+    c.constants = {{"on", off}};
+    auto k = bronze::compile_shader(src, c).kernel("f");
+    EXPECT_EQ(k.info().bindings(), 1) << off;
+    k.dispatch({o});
+    for (double v : o.to_double_vector()) EXPECT_EQ(v, -1.0) << off;
+  }
+  for (const char* on : {"1u", "(1)", "0.5", "true"}) {
+    bronze::CompileOptions c;
+    c.constants = {{"0", on}};
+    auto k = bronze::compile_shader(src, c).kernel("f");
+    EXPECT_EQ(k.info().bindings(), 2) << on;
+    k.dispatch({o, bronze::Scalar(3.0)});
+    for (double v : o.to_double_vector()) EXPECT_EQ(v, 3.0) << on;
+  }
 }
 
 TEST(ShaderDispatch, CompileAndRunFromCpp) {

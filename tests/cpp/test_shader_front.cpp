@@ -113,7 +113,7 @@ template [[host_name("axpy_h")]] kernel void axpy<half>(constant Params&, device
   EXPECT_EQ(a.callee, "&::bronze_msl::ops::axpy<half>");
   ASSERT_EQ(a.info.params.size(), 4u);
   EXPECT_EQ(a.info.params[0].kind, bronze::ParamKind::Scalar);
-  EXPECT_EQ(a.info.params[0].binding, 2);
+  EXPECT_EQ(a.params[0].index_expr, "2");  // the compiler evaluates it (the binding plan)
   EXPECT_EQ(a.info.params[0].type, "Params");
   EXPECT_EQ(a.info.params[2].type, "float");  // the default argument, substituted
   EXPECT_EQ(a.info.params[3].kind, bronze::ParamKind::Attribute);  // unnamed
@@ -235,22 +235,21 @@ kernel void k(device float* out [[buffer(0)]],
   bs::SourceOptions o;
   o.constants = {{"has_mask", "true"}, {"200", "4"}};
   auto ps = front(src, o);
+  // The front end reads the declarations and the values given; the
+  // compiler evaluates indices and values (the binding plan).
   ASSERT_EQ(ps.function_constants.size(), 3u);
-  EXPECT_EQ(ps.function_constants[0].index, 100);
-  EXPECT_EQ(ps.function_constants[2].index, 200);
+  EXPECT_EQ(ps.function_constants[0].index_expr, "100 + 0");
+  EXPECT_EQ(ps.function_constants[2].index_expr, "100* 2");
   EXPECT_EQ(ps.function_constants[2].type, "int");
-  EXPECT_EQ(ps.function_constants[2].value, "4");
-  EXPECT_EQ(ps.function_constants[1].value, "");  // undefined
+  ASSERT_EQ(ps.given.size(), 2u);
+  EXPECT_TRUE(ps.given[1].by_index());
+  EXPECT_FALSE(ps.given[0].by_index());
   const auto& k = ps.kernels[0];
-  EXPECT_EQ(k.info.bindings(), 2);
-  EXPECT_EQ(k.info.params[1].binding, 1);   // mask: present
-  EXPECT_TRUE(k.params[2].absent);           // fill: no_mask is undefined
+  EXPECT_EQ(k.params[1].constant, "has_mask");
+  EXPECT_EQ(k.params[2].constant, "no_mask");
+  EXPECT_EQ(k.params[2].index_expr, "1");
   ASSERT_EQ(ps.defined_queries.size(), 1u);
-  EXPECT_TRUE(ps.defined_queries[0].defined);
-  o.constants = {{"no_mask", "1"}};
-  auto other = front(src, o);
-  EXPECT_TRUE(other.kernels[0].params[1].absent);
-  EXPECT_EQ(other.kernels[0].info.params[2].binding, 1);  // fill takes slot 1 now
+  EXPECT_EQ(ps.tokens[ps.defined_queries[0].name].text, "width_");
   o.constants = {{"nope", "1"}};
   EXPECT_THROW(front(src, o), bronze::ValueError);
 }

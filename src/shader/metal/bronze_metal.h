@@ -1318,10 +1318,77 @@ alignas(16) static unsigned char absent_bytes[256];
 template <class P> struct absent_of { static P get() { return binding<P>::from(absent_bytes); } };
 template <class T> struct absent_of<T*> { static T* get() { return nullptr; } };
 template <class P> inline P absent() { return absent_of<P>::get(); }
+// A binding that its plan keeps: the value from the launch, else absent.
+template <class P, bool present> inline P arg_if(void* a) {
+  if constexpr (present) return binding<P>::from(a);
+  else return absent<P>();
+}
 
 // CUDA entries: the kernel parameter that carries the binding, and back.
 template <class P> using slot_t = typename binding<P>::type;
 template <class P> inline P from_slot(slot_t<P> v) { return binding<P>::get(v); }
+template <class P, bool present, class S> inline P from_slot_if(S v) {
+  if constexpr (present) return binding<P>::get(v);
+  else return absent<P>();
+}
+// A binding built by `make` (a CPU bounds-checked view), or absent.
+template <class P, bool present, class F> inline P make_if(F&& make) {
+  if constexpr (present) return make();
+  else return absent<P>();
+}
+template <class P, bool present, class V> inline P value_if(V& v) {
+  if constexpr (present) return v;
+  else return absent<P>();
+}
+
+// What Metal's compiler decides of a signature, decided by the compiler that
+// builds the unit: each kernel's binding plan (rewrite.hpp) holds per
+// parameter its kind, its [[buffer(n)]]/[[threadgroup(n)]] index as the
+// compiler evaluates it (-1: none given) and whether its
+// [[function_constant]] keeps it; the slots follow, checked by static_asserts
+// at the user's lines.
+enum plan_kind { plan_binding = 0, plan_threadgroup = 1, plan_other = 2 };
+struct plan_param {
+  int kind;
+  bool given;  // an index was given (else implicit)
+  long long index;
+  bool present;
+};
+template <unsigned long N>
+constexpr bool plan_taken(const plan_param (&p)[N], int kind, long long index, unsigned long except) {
+  for (unsigned long j = 0; j < N; ++j)
+    if (j != except && p[j].kind == kind && p[j].given && p[j].present && p[j].index == index) return true;
+  return false;
+}
+// A present parameter's slot: its index, else (a binding) the first free
+// one after the implicit slots of the bindings before it, in declaration
+// order; -1 for a threadgroup buffer or other parameter given none.
+template <unsigned long N> constexpr long long plan_slot(const plan_param (&p)[N], unsigned long i) {
+  if (p[i].given) return p[i].index;
+  if (p[i].kind != plan_binding) return -1;
+  long long next = 0;
+  for (unsigned long j = 0;; ++j) {
+    if (p[j].kind != plan_binding || !p[j].present || p[j].given) continue;
+    while (plan_taken(p, plan_binding, next, N)) ++next;
+    if (j == i) return next;
+    ++next;
+  }
+}
+template <unsigned long N> constexpr bool plan_unique(const plan_param (&p)[N], unsigned long i) {
+  return !p[i].present || !p[i].given || !plan_taken(p, p[i].kind, p[i].index, i);
+}
+template <unsigned long N> constexpr bool plan_in_range(const plan_param (&p)[N], unsigned long i, long long n) {
+  return !p[i].present || (plan_slot(p, i) >= 0 && plan_slot(p, i) < n);
+}
+template <unsigned long N> constexpr int plan_threadgroup_index(const plan_param (&p)[N], unsigned long i) {
+  return p[i].given ? static_cast<int>(p[i].index) : 0;
+}
+template <class F> struct returns_void : metal::false_type {};
+template <class... P> struct returns_void<void (*)(P...)> : metal::true_type {};
+// Thread-position attributes take uint or ushort, or their 2- and 3-vectors.
+template <class T> struct position_scalar : metal::bool_constant<metal::is_same_v<T, uint> || metal::is_same_v<T, ushort>> {};
+template <class T> struct is_position : position_scalar<T> {};
+template <class T, int N> struct is_position<vec<T, N>> : metal::bool_constant<N <= 3 && position_scalar<T>::value> {};
 
 // Thread-position attributes as the parameter's type (uint, ushort2, uint3...).
 template <class P, int N = vec_traits<value_t<P>>::n> struct dim_of;
