@@ -105,6 +105,7 @@ class Kernel {
   Kernel(std::shared_ptr<detail::LibraryImpl> lib, int index) : lib_(std::move(lib)), index_(index) {}
 
  private:
+  void mismatched_dtype(const KernelParam& p, std::size_t binding, DType t) const;
   std::shared_ptr<detail::LibraryImpl> lib_;
   int index_;
 };

@@ -11,6 +11,7 @@
 #include "common.hpp"
 #include "jit/disk_cache.hpp"
 #include "jit/host_compiler.hpp"
+#include "jit/warnings.hpp"
 #include "shader/types.hpp"
 
 namespace bronze::py {
@@ -189,6 +190,8 @@ KernelArg convert(nb::handle h, const KernelParam& p, nb::handle from_array, Tem
     throw KernelArgumentError(label + " is a buffer: expected a tensor or array, got " + Py_TYPE(h.ptr())->tp_name);
   }
   if (PyList_Check(h.ptr()) || PyTuple_Check(h.ptr())) return pack_list(h, p, label);
+  // An array into `constant T&` binds its bytes, as torch.mps binds a tensor.
+  if (is_array(h)) return temps.arrays.emplace_back(nb::cast<Tensor>(from_array(h)));
   return to_scalar(h, p.name.c_str());
 }
 
@@ -261,7 +264,7 @@ void bind_shader(nb::module_& m) {
   // Compiles run without the GIL; a warning takes it to reach `warnings`.
   // Where warnings are errors, the message still reaches stderr rather than
   // failing a compile that worked.
-  jit::DiskCache::set_warning_handler([](const std::string& msg) {
+  jit::set_warning_handler([](const std::string& msg) {
     nb::gil_scoped_acquire g;
     if (PyErr_WarnEx(PyExc_RuntimeWarning, msg.c_str(), 1) != 0) {
       PyErr_Clear();

@@ -5,7 +5,9 @@
 
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bronze/shader.hpp"
@@ -47,6 +49,10 @@ struct LibraryImpl {
     std::vector<std::pair<std::size_t, std::size_t>> absent;
   };
   std::vector<EntryOrder> entry_order;
+  // (kernel, binding) pairs already warned about a tensor whose dtype is
+  // not the buffer's declared type: once each, as torch.mps users expect.
+  std::mutex warned_mu;
+  std::set<std::pair<int, int>> warned;
   bool launch_record = true;         // entries take bronze's launch record (Metal); CUDA C++ kernels do not
   bool validate = false;             // built with validate=True (CPU)
   // A Metal library on CUDA: its entries take read-only buffers __restrict__

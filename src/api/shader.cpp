@@ -19,6 +19,7 @@
 #include "jit/cpus.hpp"
 #include "jit/disk_cache.hpp"
 #include "jit/sha256.hpp"
+#include "jit/warnings.hpp"
 #include "runtime/capture.hpp"
 #include "runtime/device_impl.hpp"
 #include "runtime/json_util.hpp"
@@ -666,6 +667,21 @@ int Kernel::max_threads_per_threadgroup() const { return lib_->max_threads[index
 int Kernel::thread_execution_width() const { return kSimdWidth; }
 std::size_t Kernel::static_thread_group_memory_length() const { return lib_->static_tg_bytes[index_]; }
 
+// A tensor whose dtype is not the buffer's declared type: its bytes are
+// bound (torch.mps's contract), with one warning per kernel argument;
+// validate=True refuses it.
+void Kernel::mismatched_dtype(const KernelParam& p, std::size_t binding, DType t) const {
+  const std::string what = arg_label(p) + " got a tensor of " + dtype_name(t);
+  if (lib_->validate)
+    throw TypeError(what + " (validate=True refuses it; without validate its bytes are bound, as torch.mps binds them)");
+  {
+    std::lock_guard<std::mutex> g(lib_->warned_mu);
+    if (!lib_->warned.emplace(index_, static_cast<int>(binding)).second) return;
+  }
+  jit::warn("bronze: kernel '" + info().name + "': " + what + "; its bytes are bound as " + p.type +
+            ", as torch.mps binds them");
+}
+
 void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions& opts) const {
   const KernelInfo& ki = info();
   ki.check_arity(args.size());
@@ -709,14 +725,33 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
     const KernelParam& p = ki.binding(static_cast<int>(i));
     const KernelArg& a = args[i];
     if (const Tensor* t = a.tensor()) {
-      if (p.kind != ParamKind::Buffer)
-        throw KernelArgumentError(arg_label(p) + " is a constant value: pass a number or bytes, not a tensor");
+      if (p.kind != ParamKind::Buffer && p.kind != ParamKind::Scalar)
+        throw KernelArgumentError(arg_label(p) + " takes no tensor");
       if (!t->defined()) throw TypeError(arg_label(p) + " is an undefined tensor");
       if (t->device() != lib_->device)
         throw ValueError(arg_label(p) + " is on " + t->device().str() + ", the library on " + lib_->device.str());
       if (!t->is_contiguous())
         throw ValueError(arg_label(p) + " is not contiguous: buffers are flat memory; call .contiguous()");
-      shader::check_buffer_dtype(p, t->dtype());
+      // `constant T& v` is a buffer binding in Metal: a tensor's bytes are
+      // the value, as torch.mps binds them.
+      if (p.kind == ParamKind::Scalar && p.size && t->nbytes() < p.size)
+        throw ValueError(arg_label(p) + " takes " + std::to_string(p.size) + " bytes; the tensor has " +
+                         std::to_string(t->nbytes()));
+      if (!shader::buffer_dtype_matches(p, t->dtype())) mismatched_dtype(p, i, t->dtype());
+      if (p.kind == ParamKind::Scalar) {
+        if (p.by_value && lib_->device.type != DeviceType::CPU) {  // a kernel parameter on the GPU: its bytes now
+          std::vector<std::uint8_t> bytes(t->nbytes());
+          t->copy_to_host(bytes.data());
+          bytes.resize(p.size ? p.size : bytes.size());
+          std::size_t off = (l.inline_bytes.size() + 15) & ~std::size_t(15);
+          l.inline_bytes.resize(off + bytes.size());
+          std::memcpy(l.inline_bytes.data() + off, bytes.data(), bytes.size());
+          l.args[i].inline_offset = off;
+          l.args[i].bytes = bytes.size();
+          l.args[i].by_value = true;
+          continue;
+        }
+      }
       l.args[i].ptr = t->data_ptr();
       l.args[i].bytes = t->nbytes();
       l.args[i].name = p.name.c_str();

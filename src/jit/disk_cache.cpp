@@ -20,6 +20,7 @@
 #include "jit/env_size.hpp"
 #include "jit/files.hpp"
 #include "jit/sha256.hpp"
+#include "jit/warnings.hpp"
 
 namespace bronze::jit {
 namespace {
@@ -32,7 +33,6 @@ constexpr const char* kTag =
     "Signature: 8a477f597d28d172789f06886806bc55\n# This folder is bronze's compile cache (bronze.cache_info()).\n";
 const char* const kSuffixes[] = {".so", ".cubin", ".ptx"};
 constexpr const char* kBuildPrefix = "bronze-build-";
-std::atomic<DiskCache::WarningHandler> g_warning_handler{nullptr};
 
 std::string temp_base() {
   const char* t = std::getenv("TMPDIR");
@@ -165,8 +165,6 @@ DiskCache::DiskCache() {
   status_ = owned_ ? dir : dir + " (not bronze's own folder: entries are kept, never trimmed)";
 }
 
-void DiskCache::set_warning_handler(WarningHandler h) { g_warning_handler.store(h); }
-
 std::string DiskCache::status() const {
   std::lock_guard<std::mutex> g(mu_);
   return status_;
@@ -181,9 +179,7 @@ void DiskCache::degrade(const std::string& why) {
 
 void DiskCache::warn_once() {
   if (warned_.exchange(true)) return;
-  const std::string msg = "bronze: the compile cache " + status();
-  if (WarningHandler h = g_warning_handler.load()) h(msg);
-  else std::cerr << msg << std::endl;
+  warn("bronze: the compile cache " + status());
 }
 
 std::optional<std::string> DiskCache::lookup(const std::string& key, const std::string& suffix) {

@@ -9,7 +9,7 @@
 // bronze's own entries, and only in a folder bronze created or found empty
 // (it leaves a CACHEDIR.TAG there). A folder bronze cannot write (read-only,
 // full) still serves hits; new builds then go to private folders under
-// $TMPDIR, with one warning. Build folders are named bronze-build-<pid>-*, so
+// $TMPDIR, with one warning (jit/warnings.hpp). Build folders are named bronze-build-<pid>-*, so
 // those of killed processes are removed by the next process that starts.
 #pragma once
 
@@ -28,11 +28,6 @@ class DiskCache {
   bool writable() const { return enabled_ && writable_; }  // and new ones stored
   const std::string& dir() const { return dir_; }
   std::string status() const;  // the path, why it is off, or why it is read-only
-
-  // Where warnings go (a degraded cache); stderr unless set. The Python
-  // module routes them to `warnings`.
-  using WarningHandler = void (*)(const std::string&);
-  static void set_warning_handler(WarningHandler h);
 
   // The path of a verified entry for `key` (ready to dlopen), if any.
   std::optional<std::string> lookup(const std::string& key, const std::string& suffix);

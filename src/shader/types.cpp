@@ -99,17 +99,14 @@ std::string arg_label(const KernelParam& p) {
   return "argument " + std::to_string(p.binding) + " ('" + p.name + "', " + p.type + ")";
 }
 
-void check_buffer_dtype(const KernelParam& p, DType t) {
+bool buffer_dtype_matches(const KernelParam& p, DType t) {
   ScalarType st = scalar_type(p.type);
-  if (!st.known) return;  // structs, void: any bytes
-  // Integers of one width take each other's tensors, and C++'s character
-  // types address any object's bytes: llama.cpp's kernels take every buffer
-  // as device char*, as Metal's untyped buffers allow.
+  if (!st.known) return true;  // structs, void: any bytes
+  // llama.cpp's kernels take every buffer as device char*, as Metal's
+  // untyped buffers allow.
   bool bytes = st.dtype == DType::Int8 || st.dtype == DType::UInt8;
-  bool ok = t == st.dtype || bytes ||
-            (element_size(t) == element_size(st.dtype) && !is_floating(t) && !is_floating(st.dtype));
-  if (!ok)
-    throw TypeError(arg_label(p) + " needs a tensor of " + dtype_name(st.dtype) + " elements, got " + dtype_name(t));
+  return t == st.dtype || bytes ||
+         (element_size(t) == element_size(st.dtype) && !is_floating(t) && !is_floating(st.dtype));
 }
 
 void append_element(const ScalarType& st, const Scalar& v, std::vector<std::uint8_t>& out) {

@@ -37,8 +37,12 @@ void apply_layout(KernelInfo& info, const unsigned long long* layout);
 // How errors name a parameter: "argument 1 ('a', constant float&)". Built
 // only when an error is raised: the checks below run on every launch.
 std::string arg_label(const KernelParam& p);
-// Throws TypeError when a tensor of `t` cannot back the buffer parameter.
-void check_buffer_dtype(const KernelParam& p, DType t);
+// Whether a tensor of `t` has the element type the buffer parameter
+// declares. torch.mps binds any tensor's bytes to any buffer; bronze does
+// too, and warns where this is false (api/shader.cpp), or refuses under
+// validate=True. C++'s character types address any object's bytes, and
+// integers of one width take each other's tensors.
+bool buffer_dtype_matches(const KernelParam& p, DType t);
 // The bytes of `v` as the parameter's type (vectors splat); TypeError when
 // the type is not numeric (a struct: pass bytes).
 std::vector<std::uint8_t> pack_scalar(const KernelParam& p, const Scalar& v);

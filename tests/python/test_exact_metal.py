@@ -232,3 +232,29 @@ def test_conformance_of_function_constant_indices_and_forms(form, index):
     assert o.numpy().tolist() == [4.0]
     bronze.compile_shader(src, constants=CONSTANT_FORMS[form](False)).f(o)
     assert o.numpy().tolist() == [-1.0]
+
+
+def test_kernel_calls_bind_as_torch_mps_binds(recwarn):
+    # Any tensor to any buffer (its bytes), warned once per kernel argument;
+    # a tensor or an array to `constant T&` (Metal binds that as a buffer).
+    lib = bronze.compile_shader("""
+    struct Params { float scale; int bias; };
+    kernel void f(device float* o, device const uint* bits, constant Params& p, uint i [[thread_position_in_grid]]) {
+        o[i] = as_type<float>(bits[i]) * p.scale + p.bias;
+    }""")
+    params = np.zeros(2, np.float32)
+    params[0], params.view(np.int32)[1] = 2.0, 1
+    o = bronze.zeros(3)
+    floats = bronze.full(3, 1.5)  # float32 into `device const uint*`: its bits
+    lib.f(o, floats, bronze.asarray(params))
+    lib.f(o, floats, params)
+    bronze.synchronize()
+    assert o.numpy().tolist() == [4.0] * 3
+    warned = [str(w.message) for w in recwarn if "bytes are bound as uint" in str(w.message)]
+    assert len(warned) == 1, warned
+    with pytest.raises(ValueError, match="takes 8 bytes; the tensor has 4"):
+        lib.f(o, floats, bronze.zeros(1))
+    checked = bronze.compile_shader("kernel void f(device uint* o, uint i [[thread_position_in_grid]]) { o[i] = 1; }",
+                                    validate=True)
+    with pytest.raises(TypeError, match="validate=True refuses it"):
+        checked.f(bronze.zeros(2))

@@ -60,7 +60,7 @@ def test_every_error_path_leaves_runtime_usable_and_memory_unchanged():
     cases = [
         (bronze.ShaderCompileError, lambda: bronze.compile_shader("kernel void f(device float* o) { o[0] = nope; }")),
         (TypeError, lambda: lib.shift(y, x)),  # argument count
-        (TypeError, lambda: lib.shift(y, bronze.zeros(8, dtype=bronze.int64), 0)),  # dtype
+        (TypeError, lambda: vlib.shift(y, bronze.zeros(8, dtype=bronze.int64), 0)),  # dtype (validate=True)
         (ValueError, lambda: lib.shift(y, x, 0, group_size=4096)),  # group over the limit
         (AttributeError, lambda: lib.missing),
         (bronze.OutOfMemoryError, lambda: bronze.empty(1 << 62 >> 3)),  # far over the device
