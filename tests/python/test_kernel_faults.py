@@ -239,3 +239,34 @@ def test_ctrl_c_interrupts_every_wait():
     assert r.returncode == 0, r.stderr
     assert r.stdout.split("\n")[:-1] == [f"{w} interrupted" for w in
                                           ["synchronize", "numpy", "item", "stream", "event", "empty_cache"]]
+
+
+# Each in a child process: before the guards these killed the process.
+OVERRUNS = """
+kernel void tail(device float* o, uint i [[thread_position_in_grid]]) { o[i] = 1; }
+kernel void before(device float* o, uint i [[thread_position_in_grid]]) { o[-int(i) - 1] = 1; }
+"""
+
+
+@pytest.mark.parametrize("kernel, where", [("tail", "past the end"), ("before", "before the start")])
+def test_a_grid_past_its_buffer_fails_the_launch(kernel, where):
+    code = f"""
+        import bronze
+        lib = bronze.compile_shader({OVERRUNS!r})
+        x = bronze.zeros(16)
+        keep = [bronze.full(1 << 18, 3.0) for _ in range(4)]   # a large block and other small ones
+        getattr(lib, {kernel!r})(x, threads=1 << 22)
+        try:
+            bronze.synchronize()
+            print("no error")
+        except bronze.DeviceError as e:
+            print(e)
+        y = bronze.ones(1000)
+        lib.tail(y)
+        bronze.synchronize()
+        print("serves", float(y.numpy().sum()))
+    """
+    r = run_python(code)
+    assert r.returncode == 0, r.stderr
+    assert f"kernel '{kernel}' stopped at a write {where} of the memory its tensors live in" in r.stdout
+    assert "serves 1000.0" in r.stdout

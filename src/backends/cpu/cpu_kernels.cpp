@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/cpu/blas.hpp"
+#include "backends/cpu/cpu_device.hpp"
 #include "backends/cpu/fenced_buffers.hpp"
 #include "backends/cpu/kernel_guard.hpp"
 #include "backends/cpu/strided.hpp"
@@ -302,6 +303,14 @@ void run_jit_kernel(const runtime::KernelLaunch& l) {
   if (auto f = guard.failure(); f && fenced && f->signal == SIGSEGV)
     if (std::string what = fenced->explain(f->address, f->write); !what.empty())
       throw Error("kernel '" + std::string(l.name) + "': " + what);
+  bool after = false;
+  std::size_t segment = 0;
+  if (auto f = guard.failure(); f && f->signal == SIGSEGV && segment_guard(f->address, after, segment))
+    throw DeviceError("kernel '" + std::string(l.name) + "' stopped at " + (f->write ? "a write " : "an access ") +
+                      (after ? "past the end" : "before the start") + " of the memory its tensors live in (" +
+                      std::to_string(segment) + " bytes; a grid or an index past its buffer?); its outputs are " +
+                      "incomplete. Writes before the fault may have changed other tensors of that memory, never "
+                      "bronze's own state; validate=True names the buffer and index.");
   guard.check();
 }
 
