@@ -1,21 +1,83 @@
 // Waiting for device work from Python. A wait blocks without the GIL, in
 // slices between which a pending signal runs its Python handler, so Ctrl-C
 // raises KeyboardInterrupt in the waiting call (the queued work goes on).
+//
+// Interpreter exit: once finalization has begun, a thread that takes the GIL
+// back is ended by CPython with pthread_exit, whose forced unwind aborts the
+// process when it leaves a noexcept frame (nanobind's gil_scoped_release
+// destructor) or meets nanobind's catch (...). So a wait never takes the GIL
+// back after exit began: an atexit handler (which runs before finalization,
+// with the GIL) marks the exit, and a waiting thread other than the exiting
+// one then stays parked without the GIL until the process ends, as a daemon
+// thread blocked in time.sleep does. A thread already on its way back to the
+// GIL when the handler runs is let through first (the handler drops the GIL
+// until it has it), so none is caught between the two.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <thread>
 
 #include "common.hpp"
 
 namespace bronze::py {
+namespace {
+
+std::atomic<bool> g_exiting{false};
+std::atomic<int> g_reacquiring{0};
+std::thread::id g_exit_thread;  // written before g_exiting is set
+
+[[noreturn]] void park() {
+  for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+}
+
+void on_interpreter_exit() {  // atexit: the GIL held, finalization not yet begun
+  g_exit_thread = std::this_thread::get_id();
+  g_exiting.store(true);
+  while (g_reacquiring.load() > 0) {
+    nb::gil_scoped_release g;  // safe: not finalizing yet
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
+// Registers on_interpreter_exit once (the caller holds the GIL).
+void watch_interpreter_exit() {
+  static bool registered = false;
+  if (registered) return;
+  registered = true;
+  nb::module_::import_("atexit").attr("register")(nb::cpp_function(&on_interpreter_exit));
+}
+
+// The GIL released for its lifetime; taken back only while the interpreter is
+// not exiting (above).
+class ReleasedGil {
+ public:
+  ReleasedGil() : state_(PyEval_SaveThread()) {}
+  ~ReleasedGil() {
+    g_reacquiring.fetch_add(1);
+    if (g_exiting.load() && std::this_thread::get_id() != g_exit_thread) {
+      g_reacquiring.fetch_sub(1);
+      park();
+    }
+    PyEval_RestoreThread(state_);
+    g_reacquiring.fetch_sub(1);
+  }
+  ReleasedGil(const ReleasedGil&) = delete;
+  ReleasedGil& operator=(const ReleasedGil&) = delete;
+
+ private:
+  PyThreadState* state_;
+};
+
+}  // namespace
 
 void wait_until(const std::function<bool()>& done) {
   using namespace std::chrono;
+  watch_interpreter_exit();
   const auto start = steady_clock::now();
   for (;;) {
     bool finished;
     {
-      nb::gil_scoped_release g;
+      ReleasedGil g;
       // The first 2 ms poll, yielding the core (to the CPU backend's own
       // workers among others): a GPU kernel's wait ends within microseconds
       // of its work, as torch.cuda.synchronize's spin does. Longer waits
@@ -35,7 +97,7 @@ void wait_until(const std::function<bool()>& done) {
 
 void wait_for_device(const Device& d) {
   wait_until([&] { return query(d); });
-  nb::gil_scoped_release g;
+  ReleasedGil g;
   synchronize(d);  // finds the work done; raises what failed
 }
 

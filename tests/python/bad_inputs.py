@@ -47,6 +47,14 @@ def _runaway():
 
 DIVIDE = "kernel void q(device int* o, constant int& d, uint i [[thread_position_in_grid]]) { o[i] = 1 / d; }"
 WILD = "kernel void w(device int* o, uint i [[thread_position_in_grid]]) { *(device int*)(16 + i) = 1; }"
+PRIVATE = ("kernel void p(device float* o, device const int* idx, uint i [[thread_position_in_grid]]) "
+           "{ float tmp[8] = {0}; tmp[idx[i]] = 1.0f; o[i] = tmp[0]; }")
+TG = ("kernel void t(device float* o, threadgroup float* s [[threadgroup(0)]], uint l [[thread_index_in_threadgroup]], "
+      "uint i [[thread_position_in_grid]]) { s[l] = i; threadgroup_barrier(mem_flags::mem_threadgroup); o[i] = s[l]; }")
+
+
+def _private_index(validate):
+    _run(PRIVATE, bronze.zeros(4), bronze.tensor([0, 1, 2, 20000], dtype=bronze.int32), validate=validate)
 
 
 def _lib_int():
@@ -164,6 +172,10 @@ CASES = [
     ("lib.k(*args)", "a read-only NumPy array for a written buffer", _read_only_output, bronze.KernelArgumentError, "is a read-only array"),
     ("lib.k(*args)", "a division by zero, validate=True", lambda: _run(DIVIDE, bronze.zeros(2, dtype=bronze.int32), 0, validate=True), bronze.DeviceError, "integer division by zero at shader.metal:1:"),
     ("lib.k(*args)", "an invalid memory access in the kernel", lambda: _run(WILD, bronze.zeros(2, dtype=bronze.int32)), bronze.DeviceError, "invalid memory access at 0x10 (SIGSEGV)"),
+    ("lib.k(threads=)", "a grid past the memory of its buffer", lambda: _run(SEED, bronze.zeros(16), 1.0, threads=1 << 22), bronze.DeviceError, "past the end of the memory its tensors live in"),
+    ("lib.k(*args)", "an index past a private array", lambda: _private_index(False), bronze.DeviceError, "wrote past the top of its stack"),
+    ("lib.k(*args)", "an index past a private array, validate=True", lambda: _private_index(True), bronze.DeviceError, "out-of-bounds index 20000 into an array 'float [8]'"),
+    ("lib.k(threadgroup_memory=)", "smaller than the kernel uses", lambda: _run(TG, bronze.zeros(4096), threadgroup_memory=4, group_size=64), bronze.DeviceError, "kernel 't' stopped at an invalid memory access"),
     ("lib.k(*args)", "a kernel past the time limit", _runaway, bronze.DeviceError, "ran past the kernel time limit of 0.2 s"),
     ("set_kernel_time_limit(s)", "negative", lambda: bronze.set_kernel_time_limit(-1), ValueError, "seconds >= 0"),
     ("lib.k(threads=)", "a bool", lambda: _lib().full(bronze.ones(4), 1.0, threads=True), TypeError, "an int or a tuple"),

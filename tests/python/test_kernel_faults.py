@@ -239,3 +239,154 @@ def test_ctrl_c_interrupts_every_wait():
     assert r.returncode == 0, r.stderr
     assert r.stdout.split("\n")[:-1] == [f"{w} interrupted" for w in
                                           ["synchronize", "numpy", "item", "stream", "event", "empty_cache"]]
+
+
+# Each in a child process: before the guards these killed the process.
+OVERRUNS = """
+kernel void tail(device float* o, uint i [[thread_position_in_grid]]) { o[i] = 1; }
+kernel void before(device float* o, uint i [[thread_position_in_grid]]) { o[-int(i) - 1] = 1; }
+"""
+
+
+@pytest.mark.parametrize("kernel, where", [("tail", "past the end"), ("before", "before the start")])
+def test_a_grid_past_its_buffer_fails_the_launch(kernel, where):
+    code = f"""
+        import bronze
+        lib = bronze.compile_shader({OVERRUNS!r})
+        x = bronze.zeros(16)
+        keep = [bronze.full(1 << 18, 3.0) for _ in range(4)]   # a large block and other small ones
+        getattr(lib, {kernel!r})(x, threads=1 << 22)
+        try:
+            bronze.synchronize()
+            print("no error")
+        except bronze.DeviceError as e:
+            print(e)
+        y = bronze.ones(1000)
+        lib.tail(y)
+        bronze.synchronize()
+        print("serves", float(y.numpy().sum()))
+    """
+    r = run_python(code)
+    assert r.returncode == 0, r.stderr
+    assert f"kernel '{kernel}' stopped at a write {where} of the memory its tensors live in" in r.stdout
+    assert "serves 1000.0" in r.stdout
+
+
+PRIVATE_ARRAYS = """
+kernel void plain(device float* o, device const int* idx, uint i [[thread_position_in_grid]]) {
+  float tmp[8] = {0};
+  tmp[idx[i]] = 1.0f;
+  o[i] = tmp[0];
+}
+kernel void grouped(device float* o, device const int* idx, uint i [[thread_position_in_grid]]) {
+  float tmp[8] = {0};
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  tmp[idx[i]] = 1.0f;
+  o[i] = tmp[0];
+}
+kernel void acc(device float* o, device const float* a, constant int& n, uint i [[thread_position_in_grid]]) {
+  float tmp[8];
+  for (int j = 0; j < n; ++j) tmp[j] = a[i] + j;
+  o[i] = tmp[0] + tmp[7];
+}
+"""
+
+
+@pytest.mark.parametrize("validate", [False, True])
+@pytest.mark.parametrize("kernel, index", [("plain", 200), ("plain", 20000), ("grouped", 20000)])
+def test_an_index_past_a_private_array_fails_the_launch(kernel, index, validate):
+    # It killed the process (SIGSEGV) with or without validate=True: the write
+    # landed in the worker thread's own frames, the guard's jump buffer among them.
+    code = f"""
+        import bronze
+        lib = bronze.compile_shader({PRIVATE_ARRAYS!r}, validate={validate})
+        keep = bronze.full(1000, 3.0)
+        getattr(lib, {kernel!r})(bronze.zeros(64), bronze.tensor([0] * 63 + [{index}], dtype=bronze.int32))
+        try:
+            bronze.synchronize()
+            print("no error")
+        except bronze.DeviceError as e:
+            print(e)
+        y = bronze.ones(1000)
+        lib.plain(y, bronze.zeros(1000, dtype=bronze.int32))
+        bronze.synchronize()
+        print("serves", float(y.numpy().sum()), float(keep.numpy().sum()))
+    """
+    r = run_python(code)
+    assert r.returncode == 0, r.stderr
+    assert f"kernel '{kernel}'" in r.stdout
+    if validate:
+        assert f"out-of-bounds index {index} into an array 'float [8]' (8 elements) at shader.metal:" in r.stdout
+    elif kernel == "plain":
+        assert "wrote past the top of its stack" in r.stdout
+    assert "serves 1000.0 3000.0" in r.stdout   # the overrun touched nothing of bronze's or the tensors'
+
+
+def test_validate_stops_a_private_array_overflow_within_the_time_limit():
+    # validate=True used to make this kernel spin forever (the loop wrote over
+    # its own counter) past any time limit; now the first bad index stops it.
+    # The limit is far above the launch's time: it is not what stops it.
+    code = f"""
+        import bronze
+        bronze.set_kernel_time_limit(60)
+        lib = bronze.compile_shader({PRIVATE_ARRAYS!r}, validate=True)
+        for n in (12, 32, 100000):
+            lib.acc(bronze.zeros(4), bronze.ones(4), n)
+            try:
+                bronze.synchronize()
+                print(n, "no error")
+            except bronze.DeviceError as e:
+                print(n, "index", str(e).split("out-of-bounds index ")[1].split(" ")[0])
+    """
+    r = run_python(code)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split("\n")[:-1] == ["12 index 8", "32 index 8", "100000 index 8"]
+
+
+def test_time_limit_stops_a_validated_runaway(lib):
+    # About 2^37 dependent steps: far past the limit on any machine.
+    validated = bronze.compile_shader(
+        "kernel void slow(device float* o, constant int& reps, uint i [[thread_position_in_grid]]) "
+        "{ float s = 0; for (int r = 0; r < reps; ++r) s = s * 0.999f + 1.0f; o[i] = s; }", validate=True)
+    bronze.set_kernel_time_limit(0.2)
+    out = bronze.zeros(64)
+    assert "ran past the kernel time limit of 0.2 s" in launch_error(lambda: validated.slow(out, 2**31 - 1))
+    still_serves(lib)
+
+
+THREADGROUP = """
+kernel void tg(device float* o, threadgroup float* s [[threadgroup(0)]], uint l [[thread_index_in_threadgroup]],
+               uint i [[thread_position_in_grid]]) {
+  s[l] = i;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  o[i] = s[l];
+}
+"""
+
+
+@pytest.mark.parametrize("validate", [False, True])
+def test_threadgroup_memory_smaller_than_used_fails_the_launch(validate):
+    # It used to corrupt the C heap: the launch "succeeded" and the process
+    # aborted later in unrelated code (malloc_consolidate).
+    code = f"""
+        import numpy as np
+        import bronze
+        lib = bronze.compile_shader({THREADGROUP!r}, validate={validate})
+        keep = [bronze.full(1024, 5.0) for _ in range(4)]
+        x = bronze.zeros(4096)
+        lib.tg(x, threadgroup_memory=4, group_size=64)   # needs 256 bytes
+        try:
+            bronze.synchronize()
+            print("no error")
+        except bronze.DeviceError as e:
+            print(e)
+        y = [np.ones(10000) for _ in range(100)]
+        z = [bronze.ones(1000) for _ in range(50)]
+        lib.tg(x, threadgroup_memory=256, group_size=64)
+        bronze.synchronize()
+        print("serves", float(x.numpy().sum()))
+    """
+    r = run_python(code)
+    assert r.returncode == 0, r.stderr
+    assert "kernel 'tg' stopped at an invalid memory access" in r.stdout
+    assert f"serves {float(sum(range(4096)))}" in r.stdout

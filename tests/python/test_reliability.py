@@ -424,3 +424,47 @@ def test_eight_python_threads_mix_the_whole_api():
     # In a child, so that a crash is a failure here rather than the end of the run.
     r = subprocess.run([sys.executable, "-c", API_MIX], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and "survived" in r.stdout, (r.returncode, r.stdout[-500:], r.stderr[-3000:])
+
+
+DAEMON_WAIT_AT_EXIT = r'''
+import os, sys, threading, time, types
+import bronze
+lib = bronze.compile_shader("kernel void spin(volatile device int* flag, uint i [[thread_position_in_grid]]) "
+                            "{ while (flag[0] == 0) { } }")
+flag = bronze.zeros(1, dtype=bronze.int32)
+s = bronze.Stream()
+with bronze.stream(s):
+    lib.spin(flag, threads=1)   # never ends: the process exits with it running
+    e = bronze.Event()
+    e.record()
+waits = {"synchronize": bronze.synchronize, "numpy": flag.numpy, "stream": s.synchronize,
+         "event": e.synchronize, "host_alias": lambda: bronze.host_alias(flag)}
+entered = threading.Event()
+def waiter(wait=waits[sys.argv[1]]):
+    entered.set()
+    wait()
+threading.Thread(target=waiter, daemon=True).start()
+entered.wait()
+class SlowFinalization:
+    # Torn down after finalization has begun; it lets go of the GIL for a
+    # while, so the waiting thread's next slice finds the interpreter exiting.
+    def __del__(self, sleep=time.sleep, write=os.write):
+        sleep(1.0)
+        write(1, b"finalized\n")
+m = types.ModuleType("slow_finalization")
+m.keep = SlowFinalization()
+sys.modules["slow_finalization"] = m
+del m
+'''
+
+
+@pytest.mark.parametrize("wait", ["synchronize", "numpy", "stream", "event", "host_alias"])
+def test_a_daemon_thread_waiting_at_interpreter_exit_ends_cleanly(wait):
+    # It used to abort the process: CPython ends a thread that takes the GIL
+    # back during finalization by pthread_exit, whose unwind left a noexcept
+    # frame ("terminate called without an active exception", SIGABRT).
+    r = subprocess.run([sys.executable, "-c", DAEMON_WAIT_AT_EXIT, wait], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "finalized" in r.stdout
+    assert "terminate called" not in r.stderr

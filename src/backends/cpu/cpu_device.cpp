@@ -1,8 +1,12 @@
 #include "backends/cpu/cpu_device.hpp"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -19,6 +23,21 @@
 
 namespace bronze::cpu {
 namespace {
+
+std::size_t page_size() {
+  static const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  return page;
+}
+
+// Mapped segments by their first byte: the segment's size.
+struct Segments {
+  std::mutex mu;
+  std::map<std::uintptr_t, std::size_t> sizes;
+};
+Segments& segments() {
+  static Segments* s = new Segments;  // never destroyed: tensors may outlive statics
+  return *s;
+}
 
 std::string cpu_model() {
   std::ifstream f("/proc/cpuinfo");
@@ -37,12 +56,8 @@ class CpuDevice final : public runtime::DeviceImpl {
   CpuDevice()
       : allocator_("cpu:0", runtime::host_memory_limit(),
                    runtime::AllocatorHooks{
-                       [](std::size_t n) -> void* {
-                         void* p = nullptr;
-                         // Page alignment: segments are large, and kernels vectorize.
-                         return posix_memalign(&p, 4096, n) == 0 ? p : nullptr;
-                       },
-                       [](void* p) { std::free(p); },
+                       [](std::size_t n) -> void* { return map_segment(n); },
+                       [](void* p) { unmap_segment(p); },
                        [this] { synchronize(); },
                        [](runtime::StreamImpl& s) {
                          auto e = std::make_unique<CpuEvent>(false);
@@ -195,6 +210,56 @@ class CpuDevice final : public runtime::DeviceImpl {
 };
 
 }  // namespace
+
+void* map_segment(std::size_t bytes) {
+  // [guard page][the segment, page-aligned][guard page]: reserved
+  // inaccessible, then the segment opened.
+  const std::size_t page = page_size(), body = (bytes + page - 1) / page * page;
+  void* m = ::mmap(nullptr, body + 2 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED) return nullptr;
+  char* p = static_cast<char*>(m) + page;
+  if (::mprotect(p, body, PROT_READ | PROT_WRITE) != 0) {
+    ::munmap(m, body + 2 * page);
+    return nullptr;
+  }
+  Segments& s = segments();
+  std::lock_guard<std::mutex> g(s.mu);
+  s.sizes[reinterpret_cast<std::uintptr_t>(p)] = body;
+  return p;
+}
+
+void unmap_segment(void* p) {
+  std::size_t body;
+  {
+    Segments& s = segments();
+    std::lock_guard<std::mutex> g(s.mu);
+    auto it = s.sizes.find(reinterpret_cast<std::uintptr_t>(p));
+    if (it == s.sizes.end()) return;
+    body = it->second;
+    s.sizes.erase(it);
+  }
+  ::munmap(static_cast<char*>(p) - page_size(), body + 2 * page_size());
+}
+
+bool segment_guard(std::uintptr_t address, bool& after, std::size_t& bytes) {
+  const std::size_t page = page_size();
+  Segments& s = segments();
+  std::lock_guard<std::mutex> g(s.mu);
+  auto it = s.sizes.upper_bound(address);  // the first segment above
+  if (it != s.sizes.end() && address + page >= it->first) {
+    after = false;
+    bytes = it->second;
+    return true;
+  }
+  if (it == s.sizes.begin()) return false;
+  --it;
+  if (address >= it->first + it->second && address < it->first + it->second + page) {
+    after = true;
+    bytes = it->second;
+    return true;
+  }
+  return false;
+}
 
 std::unique_ptr<runtime::DeviceImpl> make_device() { return std::make_unique<CpuDevice>(); }
 

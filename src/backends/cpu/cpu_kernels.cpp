@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/cpu/blas.hpp"
+#include "backends/cpu/cpu_device.hpp"
 #include "backends/cpu/fenced_buffers.hpp"
 #include "backends/cpu/kernel_guard.hpp"
 #include "backends/cpu/strided.hpp"
@@ -260,6 +261,9 @@ std::string describe(const bronze_fault& f) {
   switch (f.kind) {
     case BRONZE_FAULT_DIVISION_BY_ZERO: return "integer division by zero" + at;
     default:
+      if (f.file)  // an array of the kernel's own (-fsanitize=bounds): its type, and where
+        return "out-of-bounds index " + std::to_string(f.index) + " into an array " + f.name + " (" +
+               std::to_string(f.count) + " elements)" + at + "; the thread was stopped there";
       return "out-of-bounds access to '" + std::string(f.name) + "' at index " + std::to_string(f.index) +
              " (it holds " + std::to_string(f.count) + " elements)";
   }
@@ -302,6 +306,14 @@ void run_jit_kernel(const runtime::KernelLaunch& l) {
   if (auto f = guard.failure(); f && fenced && f->signal == SIGSEGV)
     if (std::string what = fenced->explain(f->address, f->write); !what.empty())
       throw Error("kernel '" + std::string(l.name) + "': " + what);
+  bool after = false;
+  std::size_t segment = 0;
+  if (auto f = guard.failure(); f && f->signal == SIGSEGV && segment_guard(f->address, after, segment))
+    throw DeviceError("kernel '" + std::string(l.name) + "' stopped at " + (f->write ? "a write " : "an access ") +
+                      (after ? "past the end" : "before the start") + " of the memory its tensors live in (" +
+                      std::to_string(segment) + " bytes; a grid or an index past its buffer?); its outputs are " +
+                      "incomplete. Writes before the fault may have changed other tensors of that memory, never "
+                      "bronze's own state; validate=True names the buffer and index.");
   guard.check();
 }
 

@@ -20,11 +20,12 @@ runtime::ModuleObject build_module(const runtime::ModuleSource& src) {
        "-DBRONZE_PRIVATE_BYTES=" + std::to_string(runtime::kMaxPrivateBytes),
        // Every function a kernel calls must be defined: an error now, not when loading.
        "-Wl,-z,defs", "-lm"};
-  // Divisions checked by bronze's handler (bronze_metal_cpu.h), so no
+  // Divisions and indexes into arrays of known size (private and threadgroup
+  // arrays) checked by bronze's handlers (bronze_metal_cpu.h), so no
   // sanitizer runtime is linked: GCC's static one contributes nothing, and
   // Clang links none into shared objects.
   if (src.validate) {
-    flags.insert(flags.end(), {"-DBRONZE_VALIDATE", "-fsanitize=integer-divide-by-zero"});
+    flags.insert(flags.end(), {"-DBRONZE_VALIDATE", "-fsanitize=integer-divide-by-zero,bounds"});
     if (!jit::HostCompiler::get().clang) flags.push_back("-static-libubsan");
   }
   // Metal's math modes as GCC and Clang options, each named (-ffast-math

@@ -14,11 +14,67 @@
 #include "bronze/error.hpp"
 #include "runtime/shader_module.hpp"
 
+// Kernel code runs on a stack of its own (below), so a write past the end of
+// a kernel's private array reaches only the kernel's own frames and then an
+// inaccessible page, never the frames of the thread that runs it (the guard's
+// jump buffer, its watch, the pool's state). Not under sanitizers, which
+// track the thread's one stack.
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define BRONZE_KERNEL_STACK 1
+// bronze_call_on_stack(fn, ctx, top) calls fn(ctx) with the stack pointer at
+// `top` and returns on the caller's stack. The caller's stack pointer is kept
+// in thread-local storage, not on the kernel's stack (which the kernel may
+// have overwritten), and every callee-saved register comes back from the
+// caller's own stack.
+extern "C" {
+__attribute__((tls_model("initial-exec"), visibility("hidden"))) __thread void* bronze_guard_saved_sp;
+void bronze_call_on_stack(void (*fn)(void*), void* ctx, void* top);
+}
+asm(R"(
+  .text
+  .globl bronze_call_on_stack
+  .hidden bronze_call_on_stack
+  .type bronze_call_on_stack, @function
+bronze_call_on_stack:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  subq $8, %rsp
+  movq bronze_guard_saved_sp@gottpoff(%rip), %rax
+  movq %rsp, %fs:(%rax)
+  movq %rdi, %rax
+  movq %rsi, %rdi
+  movq %rdx, %rsp
+  callq *%rax
+  movq bronze_guard_saved_sp@gottpoff(%rip), %rax
+  movq %fs:(%rax), %rsp
+  addq $8, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size bronze_call_on_stack, .-bronze_call_on_stack
+)");
+#endif
+
 namespace bronze::cpu {
 namespace {
 
 constexpr int kFaultSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
 constexpr std::uintptr_t kStackReach = 64 * 1024;  // red zone and the runtime's frames
+// A kernel stack: as deep as a thread's default stack, reserved and committed
+// as frames touch it, between inaccessible guards. The one above is large (an
+// address-space reservation, no memory): an index past the end of a private
+// array lands in it for any index up to 16M floats, not only for a
+// contiguous overrun.
+constexpr std::size_t kKernelStack = 8 << 20, kKernelStackGuard = 64 * 1024, kKernelStackTopGuard = 64 << 20;
+constexpr std::size_t kKernelStackMap = kKernelStackGuard + kKernelStack + kKernelStackTopGuard;
 // The watchdog's signal to a thread whose launch ran past its limit.
 int stop_signal() { return SIGRTMAX - 2; }
 
@@ -36,6 +92,25 @@ struct ThreadState {
   KernelGuard::Failure failure;
   void* altstack = nullptr;
   std::size_t altstack_bytes = 0;
+  char* stack_map = nullptr;  // [guard][kKernelStack][top guard], made at the first launch
+  bool stack_refused = false;
+
+  // The top of this thread's kernel stack, or nullptr (no memory for it: the
+  // kernel runs on the thread's own stack, as it once did).
+  char* kernel_stack_top() {
+    if (!stack_map && !stack_refused) {
+      void* m = mmap(nullptr, kKernelStackMap, PROT_NONE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (m != MAP_FAILED && mprotect(static_cast<char*>(m) + kKernelStackGuard, kKernelStack,
+                                      PROT_READ | PROT_WRITE) == 0) {
+        stack_map = static_cast<char*>(m);
+      } else {
+        if (m != MAP_FAILED) munmap(m, kKernelStackMap);
+        stack_refused = true;
+      }
+    }
+    return stack_map ? stack_map + kKernelStackGuard + kKernelStack : nullptr;
+  }
 
   ThreadState() {
     // A stack overflow leaves no stack to handle it on: the handler runs on
@@ -63,6 +138,7 @@ __attribute__((tls_model("initial-exec"))) thread_local ThreadState* t_state = n
 
 ThreadState::~ThreadState() {
   t_state = nullptr;  // a signal while the thread exits finds no guard
+  if (stack_map) munmap(stack_map, kKernelStackMap);
   if (!altstack) return;
   stack_t st{};
   st.ss_flags = SS_DISABLE;
@@ -169,6 +245,10 @@ void on_signal(int sig, siginfo_t* info, void* uctx) {
   // into its guard: a frame is at most kMaxPrivateBytes (refused when built).
   t->failure.stack_overflow = (sig == SIGSEGV || sig == SIGBUS) && sp && addr + kStackReach > sp &&
                               addr < sp + runtime::kMaxPrivateBytes + kStackReach;
+  // Above the top of the kernel stack: a write past the end of a private array.
+  const auto top = reinterpret_cast<std::uintptr_t>(t->stack_map) + kKernelStackGuard + kKernelStack;
+  t->failure.stack_overrun = t->stack_map && addr >= top && addr < top + kKernelStackTopGuard;
+  if (t->failure.stack_overrun) t->failure.stack_overflow = false;
   siglongjmp(*t->jump, 1);
 }
 
@@ -268,7 +348,12 @@ bool KernelGuard::run(void (*fn)(void*), void* ctx) {
   bool ok;
   if (sigsetjmp(jump, 1) == 0) {
     t.jump = &jump;
+#ifdef BRONZE_KERNEL_STACK
+    if (char* top = t.kernel_stack_top()) bronze_call_on_stack(fn, ctx, top);
+    else fn(ctx);
+#else
     fn(ctx);
+#endif
     t.jump = nullptr;
     ok = true;
   } else {
@@ -303,11 +388,15 @@ void KernelGuard::check() const {
                       " s (bronze.set_kernel_time_limit, BRONZE_KERNEL_TIME_LIMIT) and was stopped; its outputs "
                       "are incomplete. The device goes on serving new work.");
   }
+  if (f.stack_overrun)
+    throw DeviceError(what + "wrote past the top of its stack (an index past the end of a private array?) and "
+                      "was stopped; its outputs are incomplete. Nothing outside its stack was overwritten; "
+                      "validate=True names the array and the index.");
   if (f.stack_overflow)
-    throw DeviceError(what + "overflowed its stack (recursion, or calls whose frames add up past the " +
+    throw DeviceError(what + "overflowed its stack (recursion, calls whose frames add up past the " +
                       std::to_string(runtime::kMaxPrivateBytes / 1024) +
-                      " KiB a kernel thread has) and was stopped; its outputs are incomplete. Nothing outside "
-                      "its stack was overwritten.");
+                      " KiB a kernel thread has, or an index past the end of a private array) and was stopped; "
+                      "its outputs are incomplete. Nothing outside its stack was overwritten.");
   std::string fault;
   switch (f.signal) {
     case SIGSEGV: fault = "an invalid memory access at " + hex(f.address) + " (SIGSEGV)"; break;

@@ -42,6 +42,7 @@ class KernelGuard {
     std::uintptr_t address = 0;
     bool write = false;         // SIGSEGV: the access was a write (where the CPU says)
     bool stack_overflow = false;
+    bool stack_overrun = false;  // past the top of the kernel's stack: a private array's end
   };
   std::optional<Failure> failure() const;
 

@@ -88,6 +88,53 @@ extern "C" void __ubsan_handle_divrem_overflow(void* data, void*, void*) {
 extern "C" void __ubsan_handle_divrem_overflow_abort(void* data, void* a, void* b) {
   __ubsan_handle_divrem_overflow(data, a, b);
 }
+// And with -fsanitize=bounds, whose check on an index into an array of known
+// size (a private array, a threadgroup array) calls this: the access is
+// recorded with the array's type and place, and the thread stops there (a
+// trap the kernel guard catches), since going on would write outside it.
+namespace bronze_rt {
+struct ubsan_type {
+  unsigned short kind, info;
+  char name[1];
+};
+struct ubsan_out_of_bounds {
+  ubsan_location at;
+  const ubsan_type* array;
+  const ubsan_type* index;
+};
+}  // namespace bronze_rt
+extern "C" void __ubsan_handle_out_of_bounds(void* data, void* index) {
+  const bronze_rt::ubsan_out_of_bounds* d = (const bronze_rt::ubsan_out_of_bounds*)data;
+  bronze_fault* f = bronze_rt::validated_fault;
+  int expected = 0;
+  if (f && __atomic_compare_exchange_n(&f->set, &expected, 1, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    // An integer index travels in the handle itself (64 bits at most).
+    const unsigned bits = 1u << (d->index->info >> 1);
+    unsigned long long raw = (unsigned long long)(uintptr_t)index;
+    long long value = (long long)raw;
+    if (bits < 64) {
+      raw &= (1ull << bits) - 1;
+      value = (d->index->info & 1) && (raw >> (bits - 1)) ? (long long)(raw | ~((1ull << bits) - 1)) : (long long)raw;
+    }
+    // The element count from the type's name: "float [8]".
+    unsigned long long count = 0;
+    const char* n = d->array->name;
+    const char* open = 0;
+    for (const char* c = n; *c; ++c)
+      if (*c == '[') open = c;
+    if (open)
+      for (const char* c = open + 1; *c >= '0' && *c <= '9'; ++c) count = count * 10 + (unsigned long long)(*c - '0');
+    f->kind = BRONZE_FAULT_OUT_OF_BOUNDS;
+    f->name = n;
+    f->index = value;
+    f->count = count;
+    f->file = d->at.file;
+    f->line = d->at.line;
+    f->column = d->at.column;
+  }
+  __builtin_trap();
+}
+extern "C" void __ubsan_handle_out_of_bounds_abort(void* data, void* index) { __ubsan_handle_out_of_bounds(data, index); }
 #endif
 
 
@@ -206,7 +253,36 @@ struct scratch {
     return p;
   }
 };
-inline thread_local scratch tg_scratch[8];
+// Threadgroup buffers: each ends against an inaccessible page (and one more
+// guards its start), so a kernel that uses more than threadgroup_memory= gave
+// it faults at once (kernel_guard) instead of writing over the C heap. The
+// start is 16-byte aligned, so up to 15 bytes past a size that is not a
+// multiple of 16 go unseen.
+struct guarded_scratch {
+  char* map = nullptr;
+  size_t body = 0;  // accessible bytes between the guards
+  static constexpr size_t page = 64 * 1024;  // a multiple of any page size up to 64 KiB
+  ~guarded_scratch() { if (map) munmap(map, body + 2 * page); }
+  void* get(size_t bytes) {
+    if (bytes > body || !map) {
+      if (map) munmap(map, body + 2 * page);
+      map = nullptr;
+      size_t want = (bytes + page - 1) / page * page;
+      if (want == 0) want = page;
+      void* m = mmap(nullptr, want + 2 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (m == MAP_FAILED) return fallback.get(bytes);
+      if (mprotect((char*)m + page, want, PROT_READ | PROT_WRITE) != 0) {
+        munmap(m, want + 2 * page);
+        return fallback.get(bytes);
+      }
+      map = (char*)m;
+      body = want;
+    }
+    return (void*)((uintptr_t)(map + page + body - bytes) & ~(uintptr_t)15);
+  }
+  scratch fallback;  // no mappings left: unguarded, as before
+};
+inline thread_local guarded_scratch tg_scratch[8];
 inline thread_local scratch fiber_scratch;
 
 // The fibers' stacks, kFiberStack bytes each, kStackStride apart with an
@@ -224,7 +300,7 @@ struct stack_region {
   bool mapped = false;  // else malloc's, without guards (mmap refused)
   ~stack_region() { release(); }
   void release() {
-    if (mapped) munmap(p, n * kStackStride);
+    if (mapped) munmap(p, n * kStackStride + kStackGuard);
     else __builtin_free(p);
     p = nullptr;
     n = 0;
@@ -237,11 +313,13 @@ struct stack_region {
 #else
       const int flags = MAP_PRIVATE | MAP_ANONYMOUS;
 #endif
-      void* m = mmap(nullptr, stacks * kStackStride, PROT_READ | PROT_WRITE, flags, -1, 0);
+      // One more guard above the last stack: an index past the end of a
+      // private array in its thread runs into it, not into another mapping.
+      void* m = mmap(nullptr, stacks * kStackStride + kStackGuard, PROT_READ | PROT_WRITE, flags, -1, 0);
       mapped = m != MAP_FAILED;
       p = mapped ? (char*)m : (char*)__builtin_malloc(stacks * kStackStride);
       n = stacks;
-      for (size_t k = 0; mapped && k < stacks; ++k) mprotect(p + k * kStackStride, kStackGuard, PROT_NONE);
+      for (size_t k = 0; mapped && k <= stacks; ++k) mprotect(p + k * kStackStride, kStackGuard, PROT_NONE);
     }
     return p + kStackGuard;
   }
