@@ -95,8 +95,8 @@ bool is_collective(const std::string& id) {
       "simd_broadcast_first", "simd_prefix_exclusive_sum", "simd_prefix_inclusive_sum",
       "simd_prefix_exclusive_product", "simd_prefix_inclusive_product", "simd_shuffle", "simd_shuffle_up",
       "simd_shuffle_down", "simd_shuffle_xor", "simd_shuffle_rotate_up", "simd_shuffle_rotate_down",
-      "simd_shuffle_and_fill_up", "simd_shuffle_and_fill_down", "quad_all", "quad_any", "quad_ballot", "quad_active_threads_mask", "quad_is_first",
-      "quad_vote", "quad_and", "quad_or", "quad_xor", "quad_sum", "quad_product", "quad_max", "quad_min",
+      "simd_shuffle_and_fill_up", "simd_shuffle_and_fill_down", "quad_all", "quad_any", "quad_ballot",
+      "quad_active_threads_mask", "quad_is_first", "quad_vote", "quad_and", "quad_or", "quad_xor", "quad_sum", "quad_product", "quad_max", "quad_min",
       "quad_broadcast", "quad_broadcast_first", "quad_prefix_exclusive_sum", "quad_prefix_inclusive_sum",
       "quad_prefix_exclusive_product", "quad_prefix_inclusive_product", "quad_shuffle", "quad_shuffle_up",
       "quad_shuffle_down", "quad_shuffle_xor", "quad_shuffle_rotate_up", "quad_shuffle_rotate_down",
@@ -972,8 +972,7 @@ class Parser {
     // parameter (an unknown one would otherwise take an argument).
     std::string attribute, where = "parameter '" + p.info.name + "'";
     bool buffer = false, threadgroup = false;
-    for (std::size_t a = 0; a < attrs.size(); ++a) {
-      const auto [b, e] = attr_tokens[a];
+    for (const auto [b, e] : attr_tokens) {
       const std::string name = t(b).text;
       const bool call = e > b + 1 && t(b + 1).text == "(";
       std::string arg = call ? text(b + 2, e - 1, {}, {}, true) : "";
@@ -999,7 +998,7 @@ class Parser {
         if (call) fail(t(b), "[[" + name + "]] takes no argument (" + where + ")");
         if (!attribute.empty()) fail(t(b), where + " has two thread-position attributes");
         attribute = name;
-      } else if (name == "maybe_unused") {
+      } else if (name == "maybe_unused") {  // C++'s own: nothing to bind
       } else if (std::find(std::begin(kUnsupportedAttributes), std::end(kUnsupportedAttributes), name) !=
                  std::end(kUnsupportedAttributes)) {
         fail(t(b), "[[" + name + "]] (" + where + ") is not a compute-kernel parameter bronze supports");
