@@ -63,6 +63,11 @@ struct KernelLaunch {
   std::vector<std::uint8_t> inline_bytes;
   std::uint32_t grid[3] = {1, 1, 1};
   std::uint32_t group[3] = {1, 1, 1};
+  // Threadgroups along d, the last one partial (in 64 bits: a grid near
+  // 2^32 would wrap to none).
+  std::uint32_t groups(int d) const {
+    return static_cast<std::uint32_t>((static_cast<std::uint64_t>(grid[d]) + group[d] - 1) / group[d]);
+  }
   std::uint64_t threadgroup_bytes[8] = {};
   std::size_t carved_shared_bytes = 0;  // CUDA: the kernel's arrays in dynamic shared memory, before the buffers
   std::vector<std::shared_ptr<void>> keepalive;  // buffers and the library

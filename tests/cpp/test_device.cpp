@@ -7,6 +7,7 @@
 
 #include "backends/cpu/cpu_device.hpp"
 #include "backends/cpu/cpu_stream.hpp"
+#include "runtime/device_impl.hpp"
 #include "runtime/host_memory.hpp"
 #include "bronze/bronze.hpp"
 
@@ -151,4 +152,16 @@ TEST(Device, RecommendedMemoryHonoursCgroupLimits) {
   EXPECT_EQ(bronze::runtime::memory_limit_from(meminfo, {unlimited, dir + "/missing"}), 16384000ull * 1024);
   EXPECT_EQ(bronze::get_device_properties(bronze::Device()).recommended_max_memory,
             bronze::runtime::host_memory_limit());
+}
+
+// A grid near 2^32 threads has its last, partial group (the count must not
+// wrap in 32 bits, which ran no group at all).
+TEST(KernelLaunch, GroupsOfAGridNear2To32) {
+  bronze::runtime::KernelLaunch l;
+  l.grid[0] = 0xffffffffu - 99;
+  l.group[0] = 256;
+  EXPECT_EQ(l.groups(0), 16777216u);
+  l.grid[0] = 1000, l.group[0] = 1000;
+  EXPECT_EQ(l.groups(0), 1u);
+  EXPECT_EQ(l.groups(1), 1u);
 }

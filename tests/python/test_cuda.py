@@ -364,3 +364,15 @@ def test_two_devices_have_their_own_allocator_generator_and_streams():
     assert float(x.numpy()[-1]) == 1.0
     torch = pytest.importorskip("torch")
     assert str(bronze.from_dlpack(torch.ones(3, device="cuda:1")).device) == d1
+
+
+def test_a_grid_just_under_2_to_the_32_runs_every_thread_once():
+    # The last group of 2^32 - 100 threads starts inside the grid and ends
+    # past 2^32: its threads past the end must not wrap to positions 0..155.
+    lib = bronze.compile_shader("""
+    kernel void tail(device atomic_uint* n, uint i [[thread_position_in_grid]]) {
+        if (i < 256u || i >= 4294967296u - 356u) atomic_fetch_add_explicit(n, 1u, memory_order_relaxed);
+    }""", device=CUDA)
+    n = bronze.zeros(1, dtype=bronze.uint32, device=CUDA)
+    lib.tail(n, threads=2**32 - 100, group_size=256)
+    assert n.cpu().numpy().tolist() == [256 + 256]

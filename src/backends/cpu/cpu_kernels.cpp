@@ -276,7 +276,7 @@ void run_jit_kernel(const runtime::KernelLaunch& l) {
   for (int d = 0; d < 3; ++d) {
     jl.grid[d] = l.grid[d];
     jl.group[d] = l.group[d];
-    jl.groups[d] = (l.grid[d] + l.group[d] - 1) / l.group[d];
+    jl.groups[d] = l.groups(d);
     groups *= jl.groups[d];
     per_group *= l.group[d];
   }

@@ -447,7 +447,7 @@ void CudaDevice::launch(runtime::StreamImpl& s, runtime::KernelLaunch&& l) {
     }
   }
   unsigned blocks[3];
-  for (int d = 0; d < 3; ++d) blocks[d] = (l.grid[d] + l.group[d] - 1) / l.group[d];
+  for (int d = 0; d < 3; ++d) blocks[d] = l.groups(d);
   if (blocks[0] > 0x7fffffffu || blocks[1] > 65535 || blocks[2] > 65535) {
     if (staged) allocator_.free(staged);
     throw ValueError("kernel '" + std::string(l.name) + "': " + std::to_string(blocks[0]) + " x " +

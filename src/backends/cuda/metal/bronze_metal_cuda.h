@@ -51,12 +51,14 @@ inline bool make_ids(const bronze_gpu_launch& L, ids& id) {
   id.dtptg = uint3(blockDim.x, blockDim.y, blockDim.z);
   id.tpig = uint3(blockIdx.x * blockDim.x + threadIdx.x, blockIdx.y * blockDim.y + threadIdx.y,
                   blockIdx.z * blockDim.z + threadIdx.z);
-  if (id.tpig.x >= L.grid[0] || id.tpig.y >= L.grid[1] || id.tpig.z >= L.grid[2]) return false;
-  id.tpg = uint3(L.grid[0], L.grid[1], L.grid[2]);
-  id.tgpg = uint3(gridDim.x, gridDim.y, gridDim.z);
+  // A group starts inside the grid; its threads past the end (by the
+  // group's actual size: a position near 2^32 would wrap) do not run.
   uint ax = ::min(blockDim.x, L.grid[0] - blockIdx.x * blockDim.x);
   uint ay = ::min(blockDim.y, L.grid[1] - blockIdx.y * blockDim.y);
   uint az = ::min(blockDim.z, L.grid[2] - blockIdx.z * blockDim.z);
+  if (threadIdx.x >= ax || threadIdx.y >= ay || threadIdx.z >= az) return false;
+  id.tpg = uint3(L.grid[0], L.grid[1], L.grid[2]);
+  id.tgpg = uint3(gridDim.x, gridDim.y, gridDim.z);
   id.tptg = uint3(ax, ay, az);
   id.tiitg = threadIdx.x + ax * (threadIdx.y + ay * threadIdx.z);
   uint physical = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
