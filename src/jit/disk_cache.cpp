@@ -194,7 +194,7 @@ std::optional<std::string> DiskCache::lookup(const std::string& key, const std::
   bool ok = data.size() > kTrailer && std::memcmp(data.data() + data.size() - sizeof kMagic, kMagic, sizeof kMagic) == 0;
   if (ok) {
     std::uint8_t digest[32];
-    Sha256().update(data.data(), data.size() - kTrailer).digest(digest);
+    Sha256().update(key + suffix).update(data.data(), data.size() - kTrailer).digest(digest);
     ok = std::memcmp(digest, data.data() + data.size() - kTrailer, 32) == 0;
   }
   std::lock_guard<std::mutex> g(mu_);
@@ -213,7 +213,9 @@ std::string DiskCache::store(const std::string& key, const std::string& suffix, 
   std::string data;
   if (!read_file(tmp_path, data)) throw Error("compile cache: cannot read " + tmp_path);
   std::uint8_t digest[32];
-  Sha256().update(data).digest(digest);
+  // The digest covers the key: an entry copied or linked to another key's
+  // name is refused, never run as that key's code.
+  Sha256().update(key + suffix).update(data).digest(digest);
   std::string path = dir_ + "/" + key + suffix;
   bool written;
   {

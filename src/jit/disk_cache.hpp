@@ -3,8 +3,10 @@
 // The directory must be the user's own and closed to others (mode 0700):
 // bronze loads code from it, so a directory others can write is refused and
 // the cache is off. Entries are written to a temporary file and renamed, so
-// concurrent processes are safe; each ends with its SHA-256 and is checked on
-// every hit, so a truncated or corrupted entry is rebuilt. Trimming to
+// concurrent processes are safe; each ends with the SHA-256 of its key and
+// content and is checked on every hit, so a truncated, corrupted, swapped
+// or linked entry (another key's file under this name) is rebuilt, and one
+// that is not a regular file (a FIFO) is never read. Trimming to
 // $BRONZE_CACHE_MAX_BYTES (1G by default; units K, M, G) deletes only
 // bronze's own entries, and only in a folder bronze created or found empty
 // (it leaves a CACHEDIR.TAG there). A folder bronze cannot write (read-only,

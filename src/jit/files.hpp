@@ -5,7 +5,8 @@
 
 namespace bronze::jit {
 
-// Reads the whole file into `out`; false when it cannot be opened.
+// Reads the whole file into `out`; false when it cannot be opened or is not
+// a regular file (never blocks on a FIFO or a device).
 bool read_file(const std::string& path, std::string& out);
 // Removes `dir` and everything under it, never following a link.
 void remove_tree(const std::string& dir);

@@ -225,7 +225,8 @@ TranslationUnit preprocess(const std::string& source, const SourceOptions& o) {
       if (::symlink(target.c_str(), (work + "/" + kTorchDir + "/c10/metal").c_str()) != 0)
         throw Error("cannot link PyTorch's Metal headers from " + target);
     }
-    r = jit::run_preprocessor(work, base, flags);
+    // A name like an option ("-E.metal", "--help") is a path to the compiler.
+    r = jit::run_preprocessor(work, base[0] == '-' ? "./" + base : base, flags);
   } catch (...) {
     jit::remove_tree(work);
     throw;

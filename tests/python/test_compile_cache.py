@@ -56,6 +56,26 @@ def test_corrupt_entry_is_detected_and_rebuilt(tmp_path):
     assert run(cache, "1.0f")["cache"]["corrupt"] == 1
 
 
+@pytest.mark.parametrize("how", ["copy", "symlink", "fifo"])
+def test_an_entry_swapped_for_another_keys_is_rebuilt_never_run(tmp_path, how):
+    # The checksum covers the key: B's object under A's name runs neither.
+    cache = tmp_path / "cache"
+    run(cache, "1.0f")
+    (a,) = [p for p in cache.iterdir() if p.name.endswith(".so")]
+    run(cache, "2.0f")
+    (b,) = [p for p in cache.iterdir() if p.name.endswith(".so") and p != a]
+    a.unlink()
+    if how == "copy":
+        shutil.copyfile(b, a)
+    elif how == "symlink":
+        a.symlink_to(b)
+    else:
+        os.mkfifo(a)  # read without blocking: not a regular file
+    again = run(cache, "1.0f")
+    assert again["x"] == [1.0] * 4
+    assert again["cache"]["hits"] == 0 and again["cache"]["stores"] == 1
+
+
 def test_cache_writable_by_others_is_refused(tmp_path):
     shared = tmp_path / "shared"
     shared.mkdir()

@@ -1017,3 +1017,14 @@ template [[host_name("k")]] kernel void k<NoMask>(device float*, const constant 
     out = bronze.zeros(2)
     lib.k(out, b"\0", bronze.tensor(np.zeros(1, np.uint8)))
     assert out.numpy().tolist() == [7.0, 7.0]
+
+
+@pytest.mark.parametrize("name", ["--help", "-E.metal", "-o"])
+def test_a_file_named_like_a_compiler_option_is_a_file(name):
+    lib = bronze.compile_shader("kernel void f(device float* o, uint i [[thread_position_in_grid]]) { o[i] = 2; }",
+                                filename=name)
+    o = bronze.zeros(2)
+    lib.f(o)
+    assert o.numpy().tolist() == [2.0, 2.0]
+    with pytest.raises(bronze.ShaderCompileError, match=f"{name}:1:"):
+        bronze.compile_shader("kernel void f(device float* o) { o[0] = nope; }", filename=name)
