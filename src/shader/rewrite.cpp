@@ -4,6 +4,7 @@
 #include <cctype>
 #include <set>
 
+#include "shader/divergent_shuffles.hpp"
 #include "shader/types.hpp"
 
 namespace bronze::shader {
@@ -614,6 +615,7 @@ std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderT
     pos = e.offset + e.length;
   }
   body.append(src, pos, std::string::npos);
+  body = hoist_divergent_shuffles(body);
   return body.find('?') == std::string::npos ? body : Conditionals(body).run();
 }
 

@@ -9,6 +9,7 @@
 #include "shader/bronzelib.hpp"
 #include "shader/lexer.hpp"
 #include "shader/diagnostics.hpp"
+#include "shader/divergent_shuffles.hpp"
 #include "shader/parser.hpp"
 #include "shader/rewrite_cpu.hpp"
 #include "shader/types.hpp"
@@ -346,4 +347,23 @@ TEST(Bronzelib, AnObjectThatDoesNotMatchItsSourceIsRefusedOrRebuilt) {
   EXPECT_NO_THROW(bronze::load_metallib(a, bronze::Device{bronze::DeviceType::CPU, 0}));
   auto rebuilt = bronze::load_metallib(doctored, bronze::Device{bronze::DeviceType::CPU, 0}, "", true);
   EXPECT_EQ(rebuilt.kernel("k").info().params.size(), 2u);  // the carried source's signature
+}
+
+// The rewrite rule of divergent shuffles (shader/divergent_shuffles.hpp):
+// golden input -> output, lines kept.
+TEST(RewriteRule, DivergentShufflesRunBeforeTheirBranch) {
+  using bronze::shader::hoist_divergent_shuffles;
+  EXPECT_EQ(hoist_divergent_shuffles("if (lane >= 1) x += simd_shuffle_up(x, 1);"),
+            "{ auto bronze_shuffled_0 = simd_shuffle_up(x, 1); if (lane >= 1) x += bronze_shuffled_0; }");
+  EXPECT_EQ(hoist_divergent_shuffles("if (l < 16) { v = max(v, simd_shuffle_xor(v,\n 16)); }\nw = 1;"),
+            "{ auto bronze_shuffled_0 = simd_shuffle_xor(v,  16); if (l < 16) { v = max(v, bronze_shuffled_0\n); } }\nw = 1;");
+  // Left where they are: an else, a condition or operand with side effects,
+  // two statements, reductions over the active lanes.
+  for (const char* kept : {"if (a) x = simd_shuffle(x, 1); else x = 0;", "if (f(a)) x = simd_shuffle(x, 1);",
+                           "if (a) x = simd_shuffle(x++, 1);", "if (a == (b = c)) x = simd_shuffle(x, 1);",
+                           "if (a) { y = 1; x = simd_shuffle(x, 1); }", "if (a) x += simd_sum(x);",
+                           "if (a) x = simd_shuffle(g(x), 1);", "if (a) x = simd_broadcast_first(x);"})
+    EXPECT_EQ(hoist_divergent_shuffles(kept), kept);
+  EXPECT_EQ(hoist_divergent_shuffles("if (a <= b && c != d) q = quad_shuffle_down(p[i], 1);"),
+            "{ auto bronze_shuffled_0 = quad_shuffle_down(p[i], 1); if (a <= b && c != d) q = bronze_shuffled_0; }");
 }

@@ -258,3 +258,41 @@ def test_kernel_calls_bind_as_torch_mps_binds(recwarn):
                                     validate=True)
     with pytest.raises(TypeError, match="validate=True refuses it"):
         checked.f(bronze.zeros(2))
+
+
+def test_a_warp_scan_of_shuffles_under_branches_reads_inactive_lanes_as_apple_gpus_do():
+    # Hillis-Steele scan as numerical libraries write it: lane 0 takes no
+    # branch, yet lane 1 reads its value (the lanes run in lockstep).
+    lib = bronze.compile_shader("""
+    kernel void scan(device float* o, device const float* a, uint lane [[thread_index_in_simdgroup]],
+                     uint i [[thread_position_in_grid]]) {
+        float x = a[i];
+        if (lane >= 1) x += simd_shuffle_up(x, 1);
+        if (lane >= 2) x += simd_shuffle_up(x, 2);
+        if (lane >= 4) { x += simd_shuffle_up(x, 4); }
+        if (lane >= 8) x += simd_shuffle_up(x, 8);
+        if (lane >= 16) x += simd_shuffle_up(x, 16);
+        o[i] = x;
+    }""")
+    a = np.arange(1, 129, dtype=np.float32)
+    o = bronze.zeros(128)
+    lib.scan(o, a, group_size=64)
+    want = np.concatenate([np.cumsum(a[k:k + 32]) for k in range(0, 128, 32)])
+    np.testing.assert_array_equal(o.numpy(), want)
+
+
+def test_reductions_under_a_branch_are_over_its_active_lanes():
+    lib = bronze.compile_shader("""
+    kernel void part(device float* o, uint lane [[thread_index_in_simdgroup]], uint i [[thread_position_in_grid]]) {
+        float v = float(lane);
+        if (lane < 8) v = simd_sum(v);
+        if (lane >= 24) v = simd_max(v) + simd_shuffle_down(v, 1);
+        o[i] = v;
+    }""")
+    o = bronze.zeros(32)
+    lib.part(o, group_size=32)
+    got = o.numpy().tolist()
+    assert got[:8] == [28.0] * 8  # 0 + 1 + ... + 7
+    assert got[8:24] == [float(k) for k in range(8, 24)]
+    # max of the active lanes 24..31 is 31, plus the next lane's value (lane 31: its own)
+    assert got[24:] == [31.0 + k + 1 for k in range(24, 31)] + [31.0 + 31.0]
