@@ -972,7 +972,8 @@ class Parser {
     // parameter (an unknown one would otherwise take an argument).
     std::string attribute, where = "parameter '" + p.info.name + "'";
     bool buffer = false, threadgroup = false;
-    for (const auto& [b, e] : attr_tokens) {
+    for (const auto& range : attr_tokens) {
+      const std::size_t b = range.first, e = range.second;  // (a lambda below captures them)
       const std::string name = t(b).text;
       const bool call = e > b + 1 && t(b + 1).text == "(";
       std::string arg = call ? text(b + 2, e - 1, {}, {}, true) : "";
