@@ -11,6 +11,7 @@ and runs asynchronously; synchronize() waits for it.
 """
 
 import builtins as _builtins
+import math as _math
 import os as _os
 
 from . import errors
@@ -218,8 +219,8 @@ def _constant_values(constants):
             text = "true" if v else "false"
         elif isinstance(v, int):
             text = str(v)
-        elif isinstance(v, float):
-            text = repr(v)
+        elif isinstance(v, float):  # as a C++ float expression; NaN and infinities by Metal's macros
+            text = repr(v) if _math.isfinite(v) else "NAN" if v != v else "INFINITY" if v > 0 else "(-INFINITY)"
         else:
             raise TypeError(f"constant {k!r}: a bool, int or float, got {type(v).__name__}")
         out.append((str(k), text))

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "bronze/error.hpp"
+#include "shader/types.hpp"
 
 namespace bronze {
 void KernelInfo::check_arity(std::size_t n) const {
@@ -894,6 +895,11 @@ class Parser {
       ranges.clear();
     int unnamed = 0;
     for (const auto& range : ranges) pk.params.push_back(param(range.first, range.second, subst, unnamed));
+    // Metal binds at most 31 buffers; past that (parameters no function
+    // constant can remove) no compile is worth its memory.
+    if (std::count_if(pk.params.begin(), pk.params.end(),
+                      [](const ParsedParam& p) { return enters(p.info) && p.constant.empty(); }) > 31)
+      fail(t(def.params_begin - 2), "kernel '" + host + "' takes more than 31 buffers and values; a kernel has at most 31 buffers");
     // Slots and bindings come from the compiler's evaluation of the indices
     // and constants (rewrite.hpp's binding plan, read back at load).
     for (const ParsedParam& p : pk.params) pk.info.params.push_back(p.info);

@@ -296,3 +296,14 @@ def test_reductions_under_a_branch_are_over_its_active_lanes():
     assert got[8:24] == [float(k) for k in range(8, 24)]
     # max of the active lanes 24..31 is 31, plus the next lane's value (lane 31: its own)
     assert got[24:] == [31.0 + k + 1 for k in range(24, 31)] + [31.0 + 31.0]
+
+
+def test_function_constants_take_nan_and_infinities():
+    lib_src = """
+    constant float v [[function_constant(0)]];
+    kernel void f(device float* o, uint i [[thread_position_in_grid]]) { o[i] = v; }
+    """
+    for value in (float("nan"), float("inf"), -float("inf"), 0.25):
+        o = bronze.zeros(1)
+        bronze.compile_shader(lib_src, constants={0: value}).f(o)
+        np.testing.assert_array_equal(o.numpy(), np.float32([value]))
