@@ -17,6 +17,8 @@
 namespace bronze {
 
 using Shape = std::vector<std::int64_t>;
+// Creation refuses more dimensions (ValueError), as NumPy does.
+constexpr int kMaxDims = 64;
 struct StorageImpl;
 
 class Tensor {
@@ -66,7 +68,7 @@ class Tensor {
   // bytes in C order.
   void copy_to_host(void* dst) const;
   std::vector<double> to_double_vector() const;
-  double item() const;
+  double item() const;  // as a double (Python's item() gives an int or bool by dtype)
 
   // Internal: wraps storage in a view.
   Tensor(std::shared_ptr<StorageImpl> storage, std::int64_t offset, Shape shape, Shape strides,

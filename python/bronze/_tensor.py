@@ -191,3 +191,14 @@ def host_alias(t):
         raise ValueError(f"this {t.device} tensor is in device memory, not host-visible: allocate it with "
                          "empty(..., host_visible=True), or copy with .cpu()")
     return _np.asarray(t)
+
+
+def _bool(self):
+    """bool(t) of a one-element tensor is its value's; more or fewer elements are ambiguous (torch)."""
+    n = self.numel()
+    if n != 1:
+        raise RuntimeError(f"Boolean value of Tensor with {'no values' if n == 0 else 'more than one value'} is ambiguous")
+    return builtins.bool(self.item())
+
+
+Tensor.__bool__ = _bool

@@ -1,6 +1,7 @@
 // The Tensor type, creation functions and the array protocols (DLPack,
 // __array_interface__, NumPy conversion).
 #include <nanobind/ndarray.h>
+#include <cstring>
 #include <nanobind/stl/function.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
@@ -92,14 +93,45 @@ Tensor wrap_array(const Arr& a, nb::handle owner) {
                    [o] { release_from_any_thread(o); });
 }
 
+// A DLPack producer's capsule, asked for as nanobind asks (versioned first,
+// unversioned when the producer refuses): importing the capsule itself lets
+// nanobind rename it "used_dltensor", so a producer that hands out one
+// capsule twice gets a ValueError the second time, not a double free.
+nb::object dlpack_capsule(nb::handle obj) {
+  if (PyCapsule_CheckExact(obj.ptr()) || nb::isinstance<Tensor>(obj) || !nb::hasattr(obj, "__dlpack__"))
+    return nb::borrow(obj);
+  nb::object method = obj.attr("__dlpack__");
+  nb::object cap;
+  try {
+    cap = method(nb::arg("max_version") = nb::make_tuple(nb::dlpack::major_version, nb::dlpack::minor_version));
+  } catch (nb::python_error& e) {
+    if (!e.matches(PyExc_TypeError) && !e.matches(PyExc_BufferError)) throw;
+    cap = method();
+  }
+  if (PyCapsule_CheckExact(cap.ptr())) {
+    const char* name = PyCapsule_GetName(cap.ptr());
+    if (!name) {
+      PyErr_Clear();
+      name = "";
+    }
+    if (std::strncmp(name, "used_", 5) == 0)
+      throw ValueError(std::string("this DLPack capsule was already imported (it is named '") + name +
+                       "'): a capsule is consumed once; ask the producer for a new one");
+  }
+  return cap;
+}
+
 // Zero-copy import of anything nanobind reads as an array (DLPack, buffer
 // protocol). Read-only arrays are copied: kernels may write their arguments.
+// The tensor owns the imported ndarray (which owns the producer's memory),
+// not the producer object: a producer may hand out memory it does not hold.
 Tensor from_array(nb::handle obj) {
+  nb::object src = dlpack_capsule(obj);
   nb::ndarray<> rw;
-  if (nb::try_cast(obj, rw, false)) return wrap_array(rw, obj);
+  if (nb::try_cast(src, rw, false)) return wrap_array(rw, nb::cast(rw, nb::rv_policy::reference));  // a capsule holding the import
   nb::ndarray<nb::ro> ro;
-  if (nb::try_cast(obj, ro, false)) {
-    Tensor view = wrap_array(ro, obj);
+  if (nb::try_cast(src, ro, false)) {
+    Tensor view = wrap_array(ro, nb::cast(ro, nb::rv_policy::reference));
     return view.clone();
   }
   throw TypeError(std::string("cannot convert an object of type '") + Py_TYPE(obj.ptr())->tp_name +
@@ -221,6 +253,98 @@ Shape shape_arg(const nb::args& size) {
   return shape;
 }
 
+// A Python number as a Scalar: bool, int (exactly: int64, or uint64 up to
+// 2^64 - 1 where `unsigned_ok`), or anything with __float__. An int past that
+// raises, as torch's "Overflow when unpacking long", never becomes a float.
+// Returns false (and no Scalar) for an object that is no number.
+bool scalar_arg(nb::handle v, const char* what, bool unsigned_ok, Scalar* out) {
+  if (PyBool_Check(v.ptr())) {
+    *out = Scalar(v.ptr() == Py_True);
+    return true;
+  }
+  if (PyIndex_Check(v.ptr())) {  // int and NumPy integers, exactly
+    nb::object i = nb::steal(PyNumber_Index(v.ptr()));
+    if (!i.is_valid()) nb::raise_python_error();
+    int overflow = 0;
+    const long long n = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+    if (!overflow) {
+      *out = Scalar(static_cast<std::int64_t>(n));
+      return true;
+    }
+    if (unsigned_ok && overflow > 0) {
+      const unsigned long long u = PyLong_AsUnsignedLongLong(i.ptr());
+      if (!(u == static_cast<unsigned long long>(-1) && PyErr_Occurred())) {
+        *out = Scalar(static_cast<std::uint64_t>(u));
+        return true;
+      }
+      PyErr_Clear();
+    }
+    throw ValueError(std::string(what) + " " + nb::cast<std::string>(nb::str(i)) + " is out of the " +
+                     (unsigned_ok ? "int64 and uint64 ranges" : "int64 range") + " (overflow when unpacking an int)");
+  }
+  if (PyUnicode_Check(v.ptr()) || PyBytes_Check(v.ptr())) return false;
+  const double d = PyFloat_AsDouble(v.ptr());  // float, or anything with __float__
+  if (d == -1.0 && PyErr_Occurred()) {
+    PyErr_Clear();
+    return false;
+  }
+  *out = Scalar(d);
+  return true;
+}
+
+// The element of a one-element tensor as a Python int, bool or float, by its
+// dtype (torch's item()): int64 values past 2^53 stay exact.
+nb::object item_of(const Tensor& t) {
+  if (t.numel() != 1)
+    throw ValueError("item() needs a tensor with one element, got " + std::to_string(t.numel()));
+  wait_for_device(t.device());
+  if (is_floating(t.dtype())) {
+    double d;
+    {
+      nb::gil_scoped_release g;
+      d = t.item();
+    }
+    return nb::float_(d);
+  }
+  std::uint8_t bytes[8] = {};
+  {
+    nb::gil_scoped_release g;
+    t.copy_to_host(bytes);
+  }
+  auto load = [&](auto tag) {
+    decltype(tag) x;
+    std::memcpy(&x, bytes, sizeof x);
+    return x;
+  };
+  switch (t.dtype()) {
+    case DType::Bool: return nb::bool_(bytes[0] != 0);
+    case DType::UInt8: return nb::int_(load(std::uint8_t{}));
+    case DType::Int8: return nb::int_(load(std::int8_t{}));
+    case DType::Int16: return nb::int_(load(std::int16_t{}));
+    case DType::Int32: return nb::int_(load(std::int32_t{}));
+    case DType::Int64: return nb::int_(load(std::int64_t{}));
+    case DType::UInt16: return nb::int_(load(std::uint16_t{}));
+    case DType::UInt32: return nb::int_(load(std::uint32_t{}));
+    case DType::UInt64: return nb::steal(PyLong_FromUnsignedLongLong(load(std::uint64_t{})));
+    default: break;
+  }
+  throw Error("item(): unknown dtype");
+}
+
+// In place, as torch: the result keeps the tensor's dtype, so a float into an
+// integer tensor is refused, and so is an int its dtype cannot hold (int32
+// x += 2**40 was INT_MIN).
+Tensor& inplace_scalar(Tensor& a, nb::handle v, Tensor (*fn)(const Tensor&, Scalar), const char* what) {
+  Scalar b(0);
+  if (!scalar_arg(v, what, false, &b))
+    throw TypeError(std::string(what) + " takes a bronze.Tensor or a number, got " + Py_TYPE(v.ptr())->tp_name);
+  if (!is_floating(a.dtype()) && !b.is_integral())
+    throw TypeError(std::string(what) + ": the result of a float operand is floating, and cannot be cast to the " +
+                    dtype_name(a.dtype()) + " tensor in place");
+  if (a.dtype() != DType::Bool) check_fits(b, a.dtype(), what);
+  return a.copy_(fn(a, b));
+}
+
 }  // namespace
 
 void bind_tensor(nb::module_& m) {
@@ -284,25 +408,10 @@ void bind_tensor(nb::module_& m) {
         return t.copy_(class_arg<Tensor>(src, "copy_(src)", "a bronze.Tensor"));
       }, nb::arg("src"), nb::rv_policy::none)
       .def("fill_", [](Tensor& t, nb::handle v) -> Tensor& {
-        if (PyBool_Check(v.ptr())) return t.fill_(v.ptr() == Py_True);
-        if (PyIndex_Check(v.ptr())) {  // int and NumPy integers, exactly
-          nb::object i = nb::steal(PyNumber_Index(v.ptr()));
-          int overflow = 0;
-          const long long n = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
-          if (!overflow) return t.fill_(static_cast<std::int64_t>(n));
-          const double d = PyLong_AsDouble(i.ptr());  // past int64: a float tensor may still hold it
-          if (d == -1.0 && PyErr_Occurred()) {
-            PyErr_Clear();
-            throw ValueError("fill_ value " + nb::cast<std::string>(nb::str(v)) + " is out of range");
-          }
-          return t.fill_(d);
-        }
-        const double d = PyFloat_AsDouble(v.ptr());  // float, or anything with __float__
-        if (d == -1.0 && PyErr_Occurred()) {
-          PyErr_Clear();
+        Scalar x(0);
+        if (!scalar_arg(v, "fill_ value", true, &x))
           throw TypeError(std::string("fill_ takes a number, got ") + Py_TYPE(v.ptr())->tp_name);
-        }
-        return t.fill_(d);
+        return t.fill_(x);
       }, nb::arg("value"), nb::rv_policy::none)
       .def("zero_", &Tensor::zero_, nb::rv_policy::none)
       .def("uniform_", [](Tensor& t, nb::handle from, nb::handle to) -> Tensor& {
@@ -318,42 +427,44 @@ void bind_tensor(nb::module_& m) {
       .def("record_stream", [](const Tensor& t, nb::handle s) {
         t.record_stream(class_arg<Stream>(s, "record_stream(stream)", "a bronze.Stream"));
       }, nb::arg("stream"))
-      .def("item", [](const Tensor& t) {
-        wait_for_device(t.device());
-        nb::gil_scoped_release g;
-        return t.item();
-      })
+      .def("item", &item_of)
       .def("numpy", &to_numpy)
       .def("_dlpack_array", &export_array)
       .def_prop_ro("__array_interface__", &array_interface)
       .def_prop_ro("__cuda_array_interface__", &cuda_array_interface)
       .def("__matmul__", [](const Tensor& a, const Tensor& b) { return mm(a, b); }, nb::is_operator());
 
-  // Arithmetic: tensor (op) tensor, and tensor (op) Python number.
+  // Arithmetic: tensor (op) tensor, and tensor (op) Python number (an int
+  // exactly, and past int64 an error as in torch, never a float64).
+  // Anything else is NotImplemented, so Python tries the other operand.
+#define BRONZE_NUM(pyname, fn)                                                           \
+  cls.def(pyname, [](const Tensor& a, nb::handle b) -> nb::object {                      \
+    Scalar x(0);                                                                         \
+    if (!scalar_arg(b, "the operand", false, &x)) return nb::borrow(Py_NotImplemented);  \
+    return nb::cast(fn(a, x));                                                           \
+  }, nb::is_operator());
 #define BRONZE_BIN(pyname, fn)                                                                          \
   cls.def(pyname, [](const Tensor& a, const Tensor& b) { return fn(a, b); }, nb::is_operator());        \
-  cls.def(pyname, [](const Tensor& a, bool b) { return fn(a, Scalar(b)); }, nb::is_operator());         \
-  cls.def(pyname, [](const Tensor& a, std::int64_t b) { return fn(a, Scalar(b)); }, nb::is_operator()); \
-  cls.def(pyname, [](const Tensor& a, double b) { return fn(a, Scalar(b)); }, nb::is_operator());
+  BRONZE_NUM(pyname, fn)
   BRONZE_BIN("__add__", add)
   BRONZE_BIN("__sub__", sub)
   BRONZE_BIN("__mul__", mul)
   BRONZE_BIN("__truediv__", div)
 #undef BRONZE_BIN
-#define BRONZE_RBIN(pyname, fn)                                                                         \
-  cls.def(pyname, [](const Tensor& a, bool b) { return fn(a, Scalar(b)); }, nb::is_operator());         \
-  cls.def(pyname, [](const Tensor& a, std::int64_t b) { return fn(a, Scalar(b)); }, nb::is_operator()); \
-  cls.def(pyname, [](const Tensor& a, double b) { return fn(a, Scalar(b)); }, nb::is_operator());
-  BRONZE_RBIN("__radd__", add)
-  BRONZE_RBIN("__rsub__", rsub)
-  BRONZE_RBIN("__rmul__", mul)
-  BRONZE_RBIN("__rtruediv__", rdiv)
-#undef BRONZE_RBIN
+  BRONZE_NUM("__radd__", add)
+  BRONZE_NUM("__rsub__", rsub)
+  BRONZE_NUM("__rmul__", mul)
+  BRONZE_NUM("__rtruediv__", rdiv)
+#undef BRONZE_NUM
   cls.def("__neg__", [](const Tensor& a) { return mul(a, Scalar(std::int64_t{-1})); });
   cls.def("__iadd__", [](Tensor& a, const Tensor& b) -> Tensor& { return a.copy_(add(a, b)); }, nb::rv_policy::none, nb::is_operator());
-  cls.def("__iadd__", [](Tensor& a, double b) -> Tensor& { return a.copy_(add(a, Scalar(b))); }, nb::rv_policy::none, nb::is_operator());
+  cls.def("__iadd__", [](Tensor& a, nb::handle b) -> Tensor& {
+    return inplace_scalar(a, b, [](const Tensor& x, Scalar y) { return add(x, y); }, "+=");
+  }, nb::rv_policy::none, nb::is_operator());
   cls.def("__imul__", [](Tensor& a, const Tensor& b) -> Tensor& { return a.copy_(mul(a, b)); }, nb::rv_policy::none, nb::is_operator());
-  cls.def("__imul__", [](Tensor& a, double b) -> Tensor& { return a.copy_(mul(a, Scalar(b))); }, nb::rv_policy::none, nb::is_operator());
+  cls.def("__imul__", [](Tensor& a, nb::handle b) -> Tensor& {
+    return inplace_scalar(a, b, [](const Tensor& x, Scalar y) { return mul(x, y); }, "*=");
+  }, nb::rv_policy::none, nb::is_operator());
 
   m.def("mm", [](nb::handle a, nb::handle b) {
     return mm(class_arg<Tensor>(a, "mm(a, b): a", "a bronze.Tensor"), class_arg<Tensor>(b, "mm(a, b): b", "a bronze.Tensor"));
@@ -372,8 +483,12 @@ void bind_tensor(nb::module_& m) {
      nb::arg("host_visible") = false);
   m.def("_empty", &empty, nb::arg("shape"), nb::arg("dtype"), nb::arg("device") = nb::none(),
         nb::arg("host_visible") = false);
-  m.def("_full", [](const Shape& s, double v, DType t, OptDevice d) { return full(s, v, t, d); });
-  m.def("_full", [](const Shape& s, std::int64_t v, DType t, OptDevice d) { return full(s, v, t, d); });
+  m.def("_full", [](const Shape& s, nb::handle v, DType t, OptDevice d) {
+    Scalar x(0);
+    if (!scalar_arg(v, "fill value", true, &x))
+      throw TypeError(std::string("full takes a number, got ") + Py_TYPE(v.ptr())->tp_name);
+    return full(s, x, t, d);
+  });
   m.def("_arange", [](nb::handle start, nb::handle end, nb::handle step, DType t, OptDevice d) {
     // Python ints stay integers (exact int64 ranges); other numbers are doubles.
     auto number = [](nb::handle h, const char* what) {

@@ -71,9 +71,19 @@ std::size_t CachingAllocator::segment_size(std::size_t rounded) {
 
 void* CachingAllocator::block_ptr(const Block* b) { return b->ptr; }
 
+namespace {
+std::string fraction_str(double f) {  // 1e-300 stays 1e-300, not 0.000000
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", f);
+  return buf;
+}
+}  // namespace
+
 std::size_t CachingAllocator::limit_bytes() const {
   if (fraction_ <= 0.0) return std::numeric_limits<std::size_t>::max();
-  return static_cast<std::size_t>(fraction_ * static_cast<double>(recommended_max_));
+  // A positive fraction is a limit: at least 1 byte, never 0 (which reads as "none").
+  const double bytes = fraction_ * static_cast<double>(recommended_max_);
+  return bytes < 1.0 ? 1 : static_cast<std::size_t>(bytes);
 }
 
 Block* CachingAllocator::take_cached(std::size_t size, std::uint64_t stream) {
@@ -168,7 +178,7 @@ void CachingAllocator::throw_oom(std::size_t requested, std::size_t segment) {
   st_.num_ooms++;
   std::size_t limit = limit_bytes();
   std::string lim = fraction_ > 0.0
-                        ? human(limit) + " (memory fraction " + std::to_string(fraction_) +
+                        ? human(limit) + " (memory fraction " + fraction_str(fraction_) +
                               " of recommended " + human(recommended_max_) + ")"
                         : std::string("none (device memory exhausted)");
   std::string msg = "bronze: out of memory on " + device_name_ + ": tried to allocate " +

@@ -25,6 +25,7 @@ enum class RandomKind { Uniform, Normal, Int };
 struct RandomParams {
   RandomKind kind = RandomKind::Uniform;
   double a = 0.0, b = 1.0;       // uniform [a, b) / normal (mean a, std b)
+  double cap = 1.0;              // uniform: the largest value of the dtype below b; values above it become it
   std::int64_t low = 0, high = 0;  // integers in [low, high)
   PhiloxState philox;
   // Each element takes 64 bits of its Philox block (two a block) for float64

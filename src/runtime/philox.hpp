@@ -102,6 +102,17 @@ namespace bronze::philox {
 
 // [0, 1) with 24 random bits: exactly representable in float, half rounding aside.
 BRONZE_PHILOX_FN float uniform_f32(u32 x) { return static_cast<float>(x >> 8) * 5.9604644775390625e-8f; }
+// [0, 1) on float16's grid (11 random bits) and bfloat16's (8): exact in
+// those dtypes, so a standard uniform never rounds up to 1 (as torch draws
+// them: its uniform_real takes the dtype's digits).
+BRONZE_PHILOX_FN float uniform_f16(u32 x) { return static_cast<float>(x >> 21) * 4.8828125e-4f; }
+BRONZE_PHILOX_FN float uniform_bf16(u32 x) { return static_cast<float>(x >> 24) * 3.90625e-3f; }
+// [a, b) in double, u in [0, 1): a value above `cap` (the dtype's largest
+// below b), which would round to b in the dtype, becomes cap.
+BRONZE_PHILOX_FN double uniform_between(double u, double a, double b, double cap) {
+  const double v = a + u * (b - a);
+  return v < cap ? v : cap;
+}
 // [0, 1) with 53 random bits.
 BRONZE_PHILOX_FN double uniform_f64(u32 hi, u32 lo) {
   u64 x = (static_cast<u64>(hi) << 32) | lo;

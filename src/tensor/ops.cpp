@@ -1,5 +1,7 @@
 // Elementwise arithmetic and matrix products: type promotion, broadcasting
 // and checks here; the device's kernels do the work.
+#include <cstdint>
+
 #include "bronze/error.hpp"
 #include "bronze/tensor.hpp"
 #include "runtime/device_impl.hpp"
@@ -41,10 +43,13 @@ Tensor binary_ts(BinaryOp op, const Tensor& a, Scalar b) {
   return out;
 }
 
-// A BLAS takes row-major or transposed operands; anything else is copied.
+// A BLAS takes row-major or transposed operands with 32-bit leading
+// dimensions; anything else is copied (a copy's leading dimension is a size,
+// which mm has checked).
 Tensor blas_ready(const Tensor& t) {
   const Shape& st = t.strides();
   bool ok = (st[1] == 1 && st[0] >= t.shape()[1]) || (st[0] == 1 && st[1] >= t.shape()[0]);
+  ok = ok && st[0] <= INT32_MAX && st[1] <= INT32_MAX;
   return ok ? t : t.clone();
 }
 }  // namespace
@@ -74,6 +79,11 @@ Tensor mm(const Tensor& a, const Tensor& b) {
     throw ValueError("mm: shapes " + detail::shape_str(a.shape()) + " and " + detail::shape_str(b.shape()) +
                      " cannot be multiplied");
   if (a.device() != b.device()) throw ValueError("mm: operands are on different devices");
+  // BLAS and cuBLAS take int sizes: a size past 2^31 - 1 would be narrowed (N34).
+  for (std::int64_t size : {a.shape()[0], a.shape()[1], b.shape()[1]})
+    if (size > INT32_MAX)
+      throw ValueError("mm: shapes " + detail::shape_str(a.shape()) + " and " + detail::shape_str(b.shape()) +
+                       " have a size over 2^31 - 1, the most the BLAS takes");
   Tensor out = empty({a.shape()[0], b.shape()[1]}, a.dtype(), a.device());
   if (out.numel() == 0) return out;
   if (a.shape()[1] == 0) return out.zero_();

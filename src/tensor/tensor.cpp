@@ -1,6 +1,7 @@
 // Tensor views, creation and host transfers. Arithmetic lives in ops.cpp.
 #include "bronze/tensor.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <numeric>
@@ -13,6 +14,39 @@
 namespace bronze {
 
 Shape contiguous_strides(const Shape& shape) { return runtime::contiguous_strides(shape); }
+
+namespace {
+// NumPy's limit: more dimensions break the array protocols (N20).
+void check_dims(const Shape& shape) {
+  if (shape.size() > static_cast<std::size_t>(kMaxDims))
+    throw ValueError("a tensor has at most " + std::to_string(kMaxDims) + " dimensions (NumPy's limit), got " +
+                     std::to_string(shape.size()));
+}
+
+// The bytes [lo, hi) a view with non-negative strides touches.
+std::pair<const char*, const char*> byte_range(const runtime::View& v) {
+  std::int64_t last = 0;
+  for (std::size_t i = 0; i < v.shape.size(); ++i) last += (v.shape[i] - 1) * v.strides[i];
+  const auto* lo = static_cast<const char*>(v.data);
+  return {lo, lo + (last + 1) * static_cast<std::int64_t>(element_size(v.dtype))};
+}
+
+// Every element has its own address and together they fill their range
+// (torch's is_non_overlapping_and_dense), so two such views over one range
+// either match element for element or cross.
+bool dense(const runtime::View& v) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> dims;  // (stride, size) of the dims that are not 1
+  for (std::size_t i = 0; i < v.shape.size(); ++i)
+    if (v.shape[i] != 1) dims.emplace_back(v.strides[i], v.shape[i]);
+  std::sort(dims.begin(), dims.end());
+  std::int64_t expect = 1;
+  for (auto& [stride, size] : dims) {
+    if (stride != expect) return false;
+    expect *= size;
+  }
+  return true;
+}
+}  // namespace
 
 std::shared_ptr<StorageImpl> allocate_storage(const Device& d, std::size_t nbytes, bool host_visible) {
   auto& dev = runtime::device_impl(d);
@@ -56,6 +90,7 @@ void* Tensor::data_ptr() const {
 }
 
 Tensor Tensor::reshape(const Shape& shape) const {
+  check_dims(shape);
   Shape s = shape;
   std::int64_t known = 1;
   int infer = -1;
@@ -136,8 +171,19 @@ Tensor& Tensor::copy_(const Tensor& src) {
     return copy_(dst_tmp);
   }
   auto& dev = runtime::device_impl(device());
-  dev.copy(*runtime::current_stream(device()), detail::view_of(*this),
-           detail::expanded_view(src, shape_));
+  const runtime::View dst_view = detail::view_of(*this), src_view = detail::expanded_view(src, shape_);
+  const auto [dlo, dhi] = byte_range(dst_view);
+  const auto [slo, shi] = byte_range(src_view);
+  if (dlo < shi && slo < dhi) {  // one memory under both: an elementwise copy would read what it wrote
+    if (dst_view.data == src_view.data && dtype_ == src.dtype_ && dst_view.strides == src_view.strides)
+      return *this;  // the same elements: nothing to do
+    if (dense(dst_view) && dense(src_view))  // torch's rule: overlapping dense views are refused
+      throw ValueError(
+          "copy_: unsupported operation: some elements of the input tensor and the written-to tensor refer to a "
+          "single memory location; clone() the source first");
+    return copy_(src.clone());  // views torch cannot judge: through a temporary, always right
+  }
+  dev.copy(*runtime::current_stream(device()), dst_view, src_view);
   return *this;
 }
 
@@ -165,13 +211,57 @@ Tensor& random_into(Tensor& t, runtime::RandomParams p) {
 }
 }  // namespace
 
+namespace {
+// The largest value of floating dtype t below b (finite, within t's range).
+double largest_below(double b, DType t) {
+  switch (t) {
+    case DType::Float64: return std::nextafter(b, -INFINITY);
+    case DType::Float32: {
+      float f = static_cast<float>(b);
+      if (static_cast<double>(f) >= b) f = std::nextafter(f, -INFINITY);
+      return f;
+    }
+    default: {  // 16-bit formats: step the bits of their nearest value down
+      auto step = [b](auto v) {
+        if (static_cast<double>(static_cast<float>(v)) >= b) {
+          const std::uint16_t mag = v.bits & 0x7fffu, sign = v.bits & 0x8000u;
+          v.bits = sign ? static_cast<std::uint16_t>(v.bits + 1)
+                        : mag == 0 ? std::uint16_t{0x8001u} : static_cast<std::uint16_t>(v.bits - 1);
+        }
+        return static_cast<double>(static_cast<float>(v));
+      };
+      return t == DType::Float16 ? step(Half(static_cast<float>(b))) : step(BFloat16(static_cast<float>(b)));
+    }
+  }
+}
+
+// torch's bounds: a floating dtype's finite range; integers and floats
+// drawn by random_ within the values the dtype holds exactly.
+double dtype_max(DType t) {
+  switch (t) {
+    case DType::Float16: return 65504.0;
+    case DType::BFloat16: return 3.3895313892515355e38;
+    case DType::Float32: return 3.4028234663852886e38;
+    default: return 1.7976931348623157e308;
+  }
+}
+}  // namespace
+
 Tensor& Tensor::uniform_(double from, double to) {
   if (!is_floating(dtype_)) throw TypeError(std::string("uniform_ needs a floating tensor, got ") + dtype_name(dtype_));
+  const double hi = dtype_max(dtype_);
+  if (!(from >= -hi && from <= hi)) throw ValueError("uniform_: from is out of bounds for " + std::string(dtype_name(dtype_)));
+  if (!(to >= -hi && to <= hi)) throw ValueError("uniform_: to is out of bounds for " + std::string(dtype_name(dtype_)));
   if (!(from <= to)) throw ValueError("uniform_ expects from <= to");
+  if (!(to - from <= hi))
+    throw ValueError("uniform_ expects to - from <= the largest " + std::string(dtype_name(dtype_)) + ", got from=" +
+                     std::to_string(from) + " and to=" + std::to_string(to));
   runtime::RandomParams p;
   p.kind = runtime::RandomKind::Uniform;
   p.a = from;
   p.b = to;
+  // [from, to): a value that rounds up to `to` in the dtype is taken as the one below it.
+  p.cap = from == to ? to : std::max(from, largest_below(to, dtype_));
   return random_into(*this, p);
 }
 
@@ -188,6 +278,29 @@ Tensor& Tensor::normal_(double mean, double std) {
 Tensor& Tensor::random_(std::int64_t low, std::int64_t high) {
   if (high <= low)
     throw ValueError("random_ expects low < high, got [" + std::to_string(low) + ", " + std::to_string(high) + ")");
+  // torch's bounds: from and to - 1 are values of the dtype (for floating
+  // dtypes, integers it holds exactly: |x| <= 2^digits).
+  const std::int64_t last = high - 1;
+  auto bounds = [&](std::int64_t x, const char* name) {
+    bool ok;
+    if (is_floating(dtype_)) {
+      const int digits = dtype_ == DType::Float16 ? 11 : dtype_ == DType::BFloat16 ? 8 : dtype_ == DType::Float32 ? 24 : 53;
+      const std::int64_t lim = std::int64_t{1} << digits;
+      ok = x >= -lim && x <= lim;
+    } else if (dtype_ == DType::Bool) {
+      ok = x == 0 || x == 1;
+    } else {
+      try {
+        check_fits(Scalar(x), dtype_, name);
+        ok = true;
+      } catch (const ValueError&) {
+        ok = false;
+      }
+    }
+    if (!ok) throw ValueError(std::string("random_: ") + name + " is out of bounds for " + dtype_name(dtype_));
+  };
+  bounds(low, "from");
+  bounds(last, "to - 1");
   runtime::RandomParams p;
   p.kind = runtime::RandomKind::Int;
   p.low = low;
@@ -219,6 +332,7 @@ double Tensor::item() const {
 // ---- creation ----
 
 Tensor empty(const Shape& shape, DType dtype, std::optional<Device> d, bool host_visible) {
+  check_dims(shape);
   for (auto s : shape)
     if (s < 0) throw ValueError("negative dimension " + std::to_string(s) + " in shape " + detail::shape_str(shape));
   // Sizes are checked, never wrapped: 2^62 float32 elements is no zero-byte tensor.
@@ -291,6 +405,7 @@ Tensor randint(std::int64_t low, std::int64_t high, const Shape& shape, DType dt
 
 Tensor from_blob(void* data, const Shape& shape, const Shape& strides, DType dtype, Device d,
                  std::function<void()> owner_release) {
+  check_dims(shape);
   Shape st = strides.empty() ? contiguous_strides(shape) : strides;
   if (st.size() != shape.size()) throw ValueError("from_blob: shape and strides differ in length");
   std::int64_t span = 1;

@@ -78,6 +78,38 @@ def _profiler_unwritable():
 
 
 # (entry point, bad input, call, exception, words in the message)
+def _dlpack_twice():
+    cap = np.arange(6, dtype=np.float32).__dlpack__()
+
+    class Producer:  # hands out one capsule twice
+        def __dlpack__(self, **kw):
+            return cap
+
+    bronze.from_dlpack(Producer())
+    bronze.from_dlpack(Producer())
+
+
+def _mm_past_int():
+    one = np.zeros(1, np.float32)  # stride-0 views: 2^31 + 1 columns over one float
+    a = bronze.asarray(np.lib.stride_tricks.as_strided(one, (1, 2**31 + 1), (4, 0)))
+    b = bronze.asarray(np.lib.stride_tricks.as_strided(one, (2**31 + 1, 1), (0, 4)))
+    bronze.mm(a, b)
+
+
+def _iadd_past_dtype():
+    x = bronze.ones(3, dtype=bronze.int32)
+    x += 2**40
+
+
+def _tiny_fraction():
+    bronze.empty_cache()
+    bronze.set_per_process_memory_fraction(1e-300)
+    try:
+        bronze.empty(1000)
+    finally:
+        bronze.set_per_process_memory_fraction(0.0)
+
+
 CASES = [
     ("device(spec)", "unknown device type", lambda: bronze.device("mps"), ValueError, "expected 'cpu'"),
     ("device(spec)", "non-numeric index", lambda: bronze.device("cuda:x"), ValueError, "index must be a number"),
@@ -201,6 +233,29 @@ CASES = [
     ("Event.elapsed_time(end)", "without enable_timing", lambda: bronze.Event().elapsed_time(bronze.Event()), RuntimeError, "enable_timing=True"),
     ("host_alias(t)", "not a tensor", lambda: bronze.host_alias(np.ones(2)), TypeError, "needs a bronze.Tensor"),
     ("stream(s)", "not a stream", lambda: bronze.stream(3).__enter__(), TypeError, "needs a bronze.Stream"),
+    ("full(size, value)", "an int past uint64", lambda: bronze.full(2, 2**64, dtype=bronze.uint64), ValueError, "out of the int64 and uint64 ranges"),
+    ("full(size, value)", "int64's max + 1", lambda: bronze.full(2, 2**63, dtype=bronze.int64), ValueError, "9223372036854775808 does not fit int64"),
+    ("Tensor.copy_(src)", "a source overlapping the destination", lambda: (lambda x: x.copy_(x.t()))(bronze.arange(4).reshape(2, 2)),
+     ValueError, "refer to a single memory location"),
+    ("from_dlpack(obj)", "one capsule imported twice", _dlpack_twice, ValueError, "already imported"),
+    ("empty(*size)", "more than 64 dimensions", lambda: bronze.empty(*[1] * 65), ValueError, "at most 64 dimensions"),
+    ("Tensor.random_(from, to)", "a range its dtype cannot hold", lambda: bronze.zeros(3, dtype=bronze.int32).random_(0, 2**40), ValueError, "to - 1 is out of bounds for int32"),
+    ("randint(low, high)", "a negative low for uint8", lambda: bronze.randint(-5, 0, (5,), dtype=bronze.uint8), ValueError, "from is out of bounds for uint8"),
+    ("Tensor.uniform_(from, to)", "a bound past float16's range", lambda: bronze.zeros(3, dtype=bronze.float16).uniform_(0, 1e6), ValueError, "to is out of bounds for float16"),
+    ("Tensor.uniform_(from, to)", "infinite bounds", lambda: bronze.zeros(3).uniform_(-float("inf"), float("inf")), ValueError, "from is out of bounds for float32"),
+    ("mm(a, b)", "a size over 2^31 - 1", _mm_past_int, ValueError, "over 2^31 - 1"),
+    ("Tensor += n", "an int its dtype cannot hold", _iadd_past_dtype, ValueError, "1099511627776 does not fit int32"),
+    ("Tensor + n", "an int past int64", lambda: bronze.ones(2) + 2**70, ValueError, "out of the int64 range"),
+    ("set_per_process_memory_fraction(f)", "1e-300 (a limit of 1 byte), then an allocation", _tiny_fraction, bronze.OutOfMemoryError, "limit 1 B"),
+    ("bool(t)", "more than one element", lambda: bool(bronze.ones(2)), RuntimeError, "more than one value is ambiguous"),
+]
+
+# Inputs that look wrong but are bronze's intended behaviour: (entry point, input, what happens, why).
+BY_DESIGN = [
+    ("Tensor == Tensor", "two tensors", "identity (`t == t` is True, equal values in two tensors False)",
+     "bronze has no elementwise comparison ops and no bool tensor results to give; `==` is Python's "
+     "default object identity, so tensors stay usable as dict keys and in sets (`__hash__`). torch compares "
+     "elementwise; compare values with `a.numpy() == b.numpy()` (issue #34, N46)"),
 ]
 
 
@@ -224,6 +279,17 @@ def render():
     for entry, what, _, exc, words in CASES:
         name = exc.__name__ if exc.__module__ == "builtins" else f"bronze.{exc.__name__}"
         lines.append(f"| `{entry}` | {what} | `{name}` | {words.replace('|', '/')} |")
+    lines += [
+        "",
+        "## By design",
+        "",
+        "Inputs that may look wrong but give what bronze means them to give:",
+        "",
+        "| entry point | input | what happens | why |",
+        "|---|---|---|---|",
+    ]
+    for entry, what, result, why in BY_DESIGN:
+        lines.append(f"| `{entry}` | {what} | {result} | {why} |")
     return "\n".join(lines) + "\n"
 
 

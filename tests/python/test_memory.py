@@ -60,3 +60,15 @@ def test_limit_frees_cache_before_failing():
     bronze.set_per_process_memory_fraction(60 * 2**20 / rec)
     b = bronze.empty(12 * 2**20)  # 48 MiB: fits only after the cached 40 MiB goes back
     assert b.numel() == 12 * 2**20
+
+
+def test_a_tiny_positive_fraction_is_a_limit_not_none():  # issue #34 N44
+    bronze.empty_cache()
+    bronze.set_per_process_memory_fraction(1e-300)
+    try:
+        assert bronze.memory_stats()["limit_bytes"] == 1
+        with pytest.raises(bronze.OutOfMemoryError, match="limit 1 B"):
+            bronze.empty(1000)
+    finally:
+        bronze.set_per_process_memory_fraction(0.0)
+    assert bronze.memory_stats()["limit_bytes"] == 0  # 0 is still "no limit"

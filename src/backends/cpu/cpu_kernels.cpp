@@ -188,9 +188,12 @@ void random(const View& out, const runtime::RandomParams& p) {
         switch (p.kind) {
           case runtime::RandomKind::Uniform:
             for (std::int64_t l = 0; l < count; ++l) {
-              double u = wide ? philox::uniform_f64(r.v[2 * l], r.v[2 * l + 1])
-                              : static_cast<double>(philox::uniform_f32(r.v[l]));
-              dst[l] = convert<T>(standard ? u : p.a + u * (p.b - p.a));
+              // Standard 16-bit uniforms on their dtype's grid (never 1); others clamped below b.
+              double u = wide                                              ? philox::uniform_f64(r.v[2 * l], r.v[2 * l + 1])
+                         : standard && out.dtype == DType::Float16  ? static_cast<double>(philox::uniform_f16(r.v[l]))
+                         : standard && out.dtype == DType::BFloat16 ? static_cast<double>(philox::uniform_bf16(r.v[l]))
+                                                                     : static_cast<double>(philox::uniform_f32(r.v[l]));
+              dst[l] = convert<T>(standard ? u : philox::uniform_between(u, p.a, p.b, p.cap));
             }
             break;
           case runtime::RandomKind::Normal: {
@@ -235,6 +238,11 @@ std::vector<float> to_f32(const View& v) {
 }  // namespace
 
 void matmul(const View& out, const View& a, const View& b) {
+  // BLAS sizes are int: mm refuses larger ones; never narrow them here.
+  for (const View* v : {&a, &b})
+    for (int d = 0; d < 2; ++d)
+      if (v->shape[d] > INT32_MAX || v->strides[d] > INT32_MAX)
+        throw ValueError("matmul: a size or stride over 2^31 - 1, the most the BLAS takes");
   const int m = static_cast<int>(a.shape[0]), k = static_cast<int>(a.shape[1]),
             n = static_cast<int>(b.shape[1]);
   if (out.dtype == DType::Float32 || out.dtype == DType::Float64) {

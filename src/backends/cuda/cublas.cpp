@@ -67,6 +67,11 @@ void gemm(int device, CUstream s, const runtime::View& out, const runtime::View&
   if (!l.create) throw NotSupportedError("mm on CUDA needs cuBLAS: " + l.status);
   Handle h = handle_for(device);
   if (l.set_stream(h, s) != 0) throw DeviceError("cublasSetStream failed");
+  // cuBLAS sizes are int: mm refuses larger ones; never narrow them here.
+  for (const runtime::View* v : {&a, &b})
+    for (int d = 0; d < 2; ++d)
+      if (v->shape[d] > INT32_MAX || v->strides[d] > INT32_MAX)
+        throw ValueError("matmul: a size or stride over 2^31 - 1, the most cuBLAS takes");
   const int m = static_cast<int>(a.shape[0]), k = static_cast<int>(a.shape[1]), n = static_cast<int>(b.shape[1]);
   runtime::MatrixLayout la = runtime::matrix_layout(a), lb = runtime::matrix_layout(b);
   int type = 0, compute = kCompute32F;

@@ -287,10 +287,10 @@ class CudaDevice final : public runtime::DeviceImpl {
     Geometry g = geometry({&out});
     void* o = out.data;
     unsigned long long seed = p.philox.seed, base = p.philox.offset;
-    double a = p.a, b = p.b;
+    double a = p.a, b = p.b, cap = p.cap;
     long long low = p.low, high = p.high;
     philox::RoundKeys keys = philox::round_keys(seed);
-    void* args[] = {&o, &seed, &base, &a, &b, &low, &high, &g, &keys};
+    void* args[] = {&o, &seed, &base, &a, &b, &cap, &low, &high, &g, &keys};
     // Exact floating point (no FMA contraction): the CPU's numbers, bit for bit.
     const bool standard = p.standard();
     CUfunction f = kernels_.get(KernelCache::key(KernelCache::kRandom, unsigned(out.dtype), unsigned(p.kind), wide, standard),

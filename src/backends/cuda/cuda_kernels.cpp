@@ -295,7 +295,7 @@ std::string ziggurat_source(DType t, bool wide, bool standard) {
                  "#if __CUDA_ARCH__ >= 800\n  return __reduce_add_sync(~0u, v);\n"
                  "#else\n  for (int d = 16; d > 0; d >>= 1) v += __shfl_xor_sync(~0u, v, d);\n  return v;\n#endif\n}\n"
                  "extern \"C\" __global__ void __launch_bounds__(256) k(" + T +
-                 "* o, u64 seed, u64 base, double a64, double b64, i64 low, i64 high, Geometry g,\n"
+                 "* o, u64 seed, u64 base, double a64, double b64, double cap, i64 low, i64 high, Geometry g,\n"
                  "    philox::RoundKeys keys) {\n"
                  "  // Indexed by a word's sign and layer bits, the width signed: -(m w) is m (-w) exactly.\n"
                  "  __shared__ " + layer + " layers[512];\n"
@@ -376,9 +376,13 @@ std::string random_source(DType t, runtime::RandomKind kind, bool wide, bool sta
   const std::string per = wide ? "2" : "4", T = ctype(t);
   std::string make;  // fills v[per] (of type vt) from block r
   if (kind == runtime::RandomKind::Uniform) {
-    const std::string u = wide ? "philox::uniform_f64(r.v[2 * l], r.v[2 * l + 1])" : "philox::uniform_f32(r.v[l])";
+    // As the CPU's: standard 16-bit uniforms on their dtype's grid, others clamped below b.
+    const std::string u = wide                                    ? "philox::uniform_f64(r.v[2 * l], r.v[2 * l + 1])"
+                          : standard && t == DType::Float16  ? "philox::uniform_f16(r.v[l])"
+                          : standard && t == DType::BFloat16 ? "philox::uniform_bf16(r.v[l])"
+                                                             : "philox::uniform_f32(r.v[l])";
     make = "    for (int l = 0; l < " + per + "; ++l) v[l] = " +
-           (standard ? u : "a + (double)" + u + " * (b - a)") + ";\n";
+           (standard ? u : "philox::uniform_between((double)" + u + ", a, b, cap)") + ";\n";
   } else {
     make = std::string("    for (int l = 0; l < ") + per + "; ++l) v[l] = low + (i64)(" +
            (wide ? "((u64)r.v[2 * l] << 32 | r.v[2 * l + 1])" : "(u64)r.v[l]") + " % (u64)(high - low));\n";
@@ -387,7 +391,7 @@ std::string random_source(DType t, runtime::RandomKind kind, bool wide, bool sta
   return program(std::string(kPhiloxInclude) +
                  "enum { PER = " + per + " };\nstruct __align__(PER * sizeof(" + T + ")) Out { " + T + " e[PER]; };\n"
                  "extern \"C\" __global__ void k(" + T +
-                 "* o, u64 seed, u64 base, double a, double b, i64 low, i64 high, Geometry g,\n"
+                 "* o, u64 seed, u64 base, double a, double b, double cap, i64 low, i64 high, Geometry g,\n"
                  "    philox::RoundKeys keys) {\n"
                  "  const i64 blocks = (g.n + " + per + " - 1) / " + per + ";\n"
                  "  const bool aligned = ((u64)o % sizeof(Out)) == 0;\n"
