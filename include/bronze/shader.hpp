@@ -85,7 +85,17 @@ struct DispatchOptions {
   std::optional<Dim3> group_size;  // default: chosen from the kernel's limits
   std::vector<std::uint64_t> threadgroup_memory;  // bytes of each [[threadgroup(n)]] buffer
   std::optional<Stream> stream;    // default: the current stream of the device
+  // torch.mps's error_buf_idx: the [[buffer(n)]] slot of a `device
+  // c10::metal::ErrorMessages*` parameter. The stream's error buffer is bound
+  // there (the call's arguments take the other bindings, in order), and the
+  // first message a kernel reports into it with TORCH_REPORT_ERROR is raised
+  // as DeviceError at the stream's next synchronize.
+  std::optional<unsigned> error_buf_idx;
 };
+
+// The binding that error_buf_idx `slot` names in ki: ValueError unless it is
+// the slot of a writable device buffer parameter.
+int error_buffer_binding(const KernelInfo& ki, unsigned slot);
 
 namespace detail {
 struct LibraryImpl;

@@ -284,7 +284,6 @@ void bind_shader(nb::module_& m) {
       })
       .def("__call__", [](const Kernel& k, nb::args args, nb::kwargs kwargs) {
         const KernelInfo& ki = k.info();
-        ki.check_arity(args.size());
         DispatchOptions opt;
         ArgCasts casts;
         for (auto [key, value] : kwargs) {
@@ -299,15 +298,34 @@ void bind_shader(nb::module_& m) {
             opt.stream = nb::cast<Stream>(value);
           } else if (is("threadgroup_memory")) opt.threadgroup_memory = to_threadgroup_memory(value);
           else if (is("arg_casts")) casts = ArgCasts(value);
-          else throw TypeError("kernel call got an unexpected keyword argument '" + nb::cast<std::string>(key) + "'");
+          else if (is("error_buf_idx")) {  // torch.mps's: where the stream's error buffer binds
+            if (!PyLong_Check(value.ptr()) || PyBool_Check(value.ptr()))
+              throw TypeError(std::string("error_buf_idx must be an int, got ") + Py_TYPE(value.ptr())->tp_name);
+            long long idx = PyLong_AsLongLong(value.ptr());
+            if (idx < 0 || idx > 0xffffffffLL) {
+              PyErr_Clear();
+              throw ValueError("error_buf_idx must be a buffer index >= 0, got " + nb::cast<std::string>(nb::str(value)));
+            }
+            opt.error_buf_idx = static_cast<unsigned>(idx);
+          } else throw TypeError("kernel call got an unexpected keyword argument '" + nb::cast<std::string>(key) + "'");
         }
         // Looked up once; the module lives as long as the interpreter.
         static nb::handle from_array = nb::object(nb::module_::import_("bronze._C").attr("_from_array")).release();
+        // With error_buf_idx the arguments take every binding but the error buffer's.
+        int skip = ki.bindings();
+        if (opt.error_buf_idx) {
+          skip = error_buffer_binding(ki, *opt.error_buf_idx);
+          if (args.size() + 1 != static_cast<std::size_t>(ki.bindings()))
+            throw TypeError("kernel '" + ki.name + "' takes " + std::to_string(ki.bindings() - 1) +
+                            " arguments besides the error buffer, got " + std::to_string(args.size()));
+        } else {
+          ki.check_arity(args.size());
+        }
         std::vector<KernelArg> converted;
         Temps temps;
         converted.reserve(args.size());
         for (std::size_t i = 0; i < args.size(); ++i) {
-          const KernelParam& p = ki.binding(static_cast<int>(i));
+          const KernelParam& p = ki.binding(static_cast<int>(i) < skip ? static_cast<int>(i) : static_cast<int>(i) + 1);
           converted.push_back(casts.empty() ? convert(args[i], p, from_array, temps) : casts.convert(i, args[i], p, from_array, temps));
         }
         k.dispatch(converted, opt);

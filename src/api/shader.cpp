@@ -682,8 +682,59 @@ void Kernel::mismatched_dtype(const KernelParam& p, std::size_t binding, DType t
             ", as torch.mps binds them");
 }
 
+int error_buffer_binding(const KernelInfo& ki, unsigned slot) {
+  for (int b = 0; b < ki.bindings(); ++b) {
+    const KernelParam& p = ki.binding(b);
+    if (p.kind != ParamKind::Buffer || p.index != static_cast<int>(slot)) continue;
+    if (p.read_only)
+      throw ValueError("error_buf_idx=" + std::to_string(slot) + " names " + arg_label(p) +
+                       ", a read-only buffer: the error buffer is a `device c10::metal::ErrorMessages*`");
+    return b;
+  }
+  throw ValueError("error_buf_idx=" + std::to_string(slot) + ": kernel '" + ki.name +
+                   "' has no device buffer parameter at [[buffer(" + std::to_string(slot) + ")]]");
+}
+
+namespace {
+// torch.mps's error buffer: one per stream (c10::metal::ErrorMessages, zeroed),
+// in host-visible memory so synchronize() reads it in place; made at the
+// first call that names error_buf_idx and kept for the process (streams'
+// ids are never reused).
+const Tensor& stream_error_buffer(runtime::StreamImpl& s, const Device& d) {
+  static std::mutex mu;
+  static auto* buffers = new std::unordered_map<std::uint64_t, Tensor>;  // never destroyed
+  std::lock_guard<std::mutex> g(mu);
+  auto it = buffers->find(s.id());
+  if (it != buffers->end()) return it->second;
+  Tensor t = empty({static_cast<std::int64_t>(runtime::StreamImpl::kErrorRecordBytes)}, DType::UInt8, d,
+                   d.type != DeviceType::CPU);
+  std::memset(t.data_ptr(), 0, t.nbytes());
+  s.set_error_record(t.data_ptr());
+  return buffers->emplace(s.id(), std::move(t)).first->second;
+}
+}  // namespace
+
 void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions& opts) const {
   const KernelInfo& ki = info();
+  if (opts.error_buf_idx) {  // the stream's error buffer joins the arguments at its binding
+    const int e = error_buffer_binding(ki, *opts.error_buf_idx);
+    if (args.size() + 1 != static_cast<std::size_t>(ki.bindings()))
+      throw TypeError("kernel '" + ki.name + "' takes " + std::to_string(ki.bindings() - 1) +
+                      " arguments besides the error buffer, got " + std::to_string(args.size()));
+    Device d = lib_->device;
+    for (const KernelArg& a : args)
+      if (const Tensor* t = a.tensor(); t && t->defined()) {
+        d = t->device();
+        break;
+      }
+    auto stream = opts.stream ? opts.stream->shared_impl() : runtime::current_stream(d);
+    std::vector<KernelArg> all(args);
+    all.insert(all.begin() + e, KernelArg(stream_error_buffer(*stream, stream->device())));
+    DispatchOptions o = opts;
+    o.error_buf_idx.reset();
+    dispatch(all, o);
+    return;
+  }
   ki.check_arity(args.size());
   if (auto family = lib_->family.lock()) {  // runs where its tensors are
     const Tensor* on = nullptr;

@@ -101,7 +101,7 @@ void CpuStream::synchronize() {
   spin_until([&] { return completed_.load(std::memory_order_acquire) >= target; });
   std::unique_lock<std::mutex> lock(mu_);
   wait_idle(lock);
-  if (error_count_ == 0) return;
+  if (error_count_ == 0) return check_error_record();
   std::string msg = "queued work " + first_error_;
   if (error_count_ > 1) msg += " (and " + std::to_string(error_count_ - 1) + " later failures)";
   first_error_.clear();

@@ -52,7 +52,7 @@ class CudaStream final : public runtime::StreamImpl {
     // Asynchronous failures (a faulting kernel) surface here, naming the
     // stream's last kernel (the likely culprit: the error is sticky).
     CUresult rc = driver()->cuStreamSynchronize(s_);
-    if (rc == CUDA_SUCCESS) return;
+    if (rc == CUDA_SUCCESS) return check_error_record();
     std::string what = "queued work on " + device_.str() + " stream " + std::to_string(id_);
     {
       std::lock_guard<std::mutex> g(mu_);

@@ -1229,17 +1229,22 @@ struct os_log {
   template <class... A> void log_error(A...) const {}
   template <class... A> void log_fault(A...) const {}
 };
+// A vote converts explicitly to any integer type, as Metal's does
+// (`static_cast<ulong>(vote)` in PyTorch's c10 headers; ulong and uint64_t
+// are different types under NVRTC).
 struct simd_vote {
-  typedef uint64_t vote_t;
+  typedef ulong vote_t;
   vote_t v;
-  explicit operator vote_t() const { return v; }
+  template <class U, typename enable_if<is_integral<U>::value, int>::type = 0>
+  explicit operator U() const { return U(v); }
   bool all() const { return v == 0xffffffffull; }
   bool any() const { return v != 0; }
 };
 struct quad_vote {  // bit l: lane l of the caller's quad
   typedef ushort vote_t;
   vote_t v;
-  explicit operator vote_t() const { return v; }
+  template <class U, typename enable_if<is_integral<U>::value, int>::type = 0>
+  explicit operator U() const { return U(v); }
   bool all() const { return v == 0xf; }
   bool any() const { return v != 0; }
 };

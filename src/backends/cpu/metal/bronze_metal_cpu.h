@@ -524,6 +524,21 @@ inline const T* exchange(T x, uint32_t* active, uint* lane, site at) {
 template <class T> inline const T& slot(const T* base, uint l) { return *(const T*)((const unsigned char*)base + l * kSlot); }
 
 inline uint simd_lane() { return cur_group ? cur_group->id[cur_group->cur].tiisg : 0u; }
+// The lanes of the caller's simdgroup that exist: fewer than 32 in a
+// threadgroup whose size is not a multiple of 32. A lane past the end reads
+// as zero in a shuffle, as Apple GPUs give it (what c10's and MLX's 64-bit
+// shuffle reductions over a partial simdgroup rely on).
+inline uint32_t simd_lanes_present() {
+  group_ctx* g = cur_group;
+  if (!g) return 1u;
+  int k = g->n - (int)g->id[g->cur].sgiitg * kSimd;
+  return k >= kSimd ? ~0u : (1u << k) - 1u;
+}
+template <class T> inline T absent_lane() {
+  T z;
+  __builtin_memset((void*)&z, 0, sizeof z);
+  return z;
+}
 // simdgroup_matrix keeps Apple's layout here (bronze_metal.h).
 constexpr sgm_layout sgm_home = sgm_layout::apple;
 template <class TA, class TB> struct sgm_native {
@@ -633,6 +648,7 @@ template <class T> inline T simd_prefix_exclusive_product(T x BRONZE_SITE) {
   return r;
 }
 template <class T> inline T bronze_lane_or_self(const T* b, uint32_t active, uint l, T x) {
+  if (l < 32 && !(bronze_rt::simd_lanes_present() >> l & 1u)) return bronze_rt::absent_lane<T>();
   return l < 32 && (active & (1u << l)) ? bronze_rt::slot(b, l) : x;
 }
 template <class T> inline T simd_shuffle(T x, ushort src BRONZE_SITE) { BRONZE_SIMD_BEGIN(T, x) return bronze_lane_or_self(b, active, src, x); }
@@ -650,6 +666,7 @@ template <class T> inline T simd_shuffle_and_fill_down(T data, T fill, ushort de
   BRONZE_SIMD_BEGIN(bronze_fill_pair<T>, (bronze_fill_pair<T>{data, fill}))
   uint seg = lane / modulo * modulo, i = lane % modulo + delta;
   uint src = seg + (i < modulo ? i : i - modulo);
+  if (src < 32 && !(bronze_rt::simd_lanes_present() >> src & 1u)) return bronze_rt::absent_lane<T>();
   if (src >= 32 || !BRONZE_ACTIVE(src)) return data;
   return i < modulo ? bronze_rt::slot(b, src).data : bronze_rt::slot(b, src).fill;
 }
@@ -657,6 +674,7 @@ template <class T> inline T simd_shuffle_and_fill_up(T data, T fill, ushort delt
   BRONZE_SIMD_BEGIN(bronze_fill_pair<T>, (bronze_fill_pair<T>{data, fill}))
   uint seg = lane / modulo * modulo, j = lane % modulo;
   uint src = seg + (j >= delta ? j - delta : j + modulo - delta);
+  if (src < 32 && !(bronze_rt::simd_lanes_present() >> src & 1u)) return bronze_rt::absent_lane<T>();
   if (src >= 32 || !BRONZE_ACTIVE(src)) return data;
   return j >= delta ? bronze_rt::slot(b, src).data : bronze_rt::slot(b, src).fill;
 }

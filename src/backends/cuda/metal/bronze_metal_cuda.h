@@ -133,10 +133,18 @@ template <class T, class Op> inline T scan(T x, Op op, T identity, bool inclusiv
   return r;
 }
 
-// x from lane src when it is active, else the caller's own x.
+// x from lane src when it is active, else the caller's own x; zero from a
+// lane past the threadgroup's end (a partial warp), as Apple GPUs read it.
 template <class T> inline T from_lane(T x, uint src) {
   unsigned m = __activemask();
   T v = shfl(m, x, (int)(src & 31u));
+  if (src < 32 && !((m >> src) & 1u)) {
+    uint tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    if (tid - lane() + src >= blockDim.x * blockDim.y * blockDim.z) {
+      ::memset(&v, 0, sizeof v);
+      return v;
+    }
+  }
   return src < 32 && ((m >> src) & 1u) ? v : x;
 }
 
