@@ -289,18 +289,21 @@ inline thread_local scratch fiber_scratch;
 // inaccessible guard below each. The build refuses kernels with a frame over
 // BRONZE_PRIVATE_BYTES (cpu_module.cpp); the 64 KiB over it hold the runtime's
 // frames, and the guard makes anything that still outgrows its stack fault at
-// once rather than overwrite its neighbour's frames. The region is only
-// reserved; pages are committed as frames touch them. (64 KiB guards suit
-// any page size up to 64 KiB.)
-constexpr size_t kFiberStack = BRONZE_PRIVATE_BYTES + 64 * 1024, kStackGuard = 64 * 1024,
-                 kStackStride = kFiberStack + kStackGuard;
+// once rather than overwrite its neighbour's frames. A guard is 1 MiB, so an
+// index up to that far past a private array (idx 20000 into float[8] is
+// 80 KiB) faults rather than leap a guard into the next fiber's frames; the
+// last stack has 64 MiB above it, as the plain path's stack (kernel_guard).
+// The region is only reserved (address space, no memory); pages are
+// committed as frames touch them.
+constexpr size_t kFiberStack = BRONZE_PRIVATE_BYTES + 64 * 1024, kStackGuard = 1024 * 1024,
+                 kStackStride = kFiberStack + kStackGuard, kTopGuard = 64 * 1024 * 1024;
 struct stack_region {
   char* p = nullptr;
   size_t n = 0;        // stacks
   bool mapped = false;  // else malloc's, without guards (mmap refused)
   ~stack_region() { release(); }
   void release() {
-    if (mapped) munmap(p, n * kStackStride + kStackGuard);
+    if (mapped) munmap(p, n * kStackStride + kTopGuard);
     else __builtin_free(p);
     p = nullptr;
     n = 0;
@@ -315,11 +318,12 @@ struct stack_region {
 #endif
       // One more guard above the last stack: an index past the end of a
       // private array in its thread runs into it, not into another mapping.
-      void* m = mmap(nullptr, stacks * kStackStride + kStackGuard, PROT_READ | PROT_WRITE, flags, -1, 0);
+      void* m = mmap(nullptr, stacks * kStackStride + kTopGuard, PROT_READ | PROT_WRITE, flags, -1, 0);
       mapped = m != MAP_FAILED;
       p = mapped ? (char*)m : (char*)__builtin_malloc(stacks * kStackStride);
       n = stacks;
-      for (size_t k = 0; mapped && k <= stacks; ++k) mprotect(p + k * kStackStride, kStackGuard, PROT_NONE);
+      for (size_t k = 0; mapped && k < stacks; ++k) mprotect(p + k * kStackStride, kStackGuard, PROT_NONE);
+      if (mapped) mprotect(p + stacks * kStackStride, kTopGuard, PROT_NONE);
     }
     return p + kStackGuard;
   }
