@@ -29,6 +29,13 @@
 #include <ucontext.h>
 #define BRONZE_M(f) __builtin_##f  /* builtins only: no libc names leak into kernels */
 #define BRONZE_FAST(f) __builtin_##f  /* no faster libm on the host: fast is libm's too */
+#if defined(__clang__) && !__has_builtin(__builtin_exp10f)
+// Clang before 18 has no __builtin_exp10: libm's, under a name of bronze's.
+extern "C" float bronze_libm_exp10f(float) __asm__("exp10f");
+extern "C" double bronze_libm_exp10(double) __asm__("exp10");
+#define __builtin_exp10f bronze_libm_exp10f
+#define __builtin_exp10 bronze_libm_exp10
+#endif
 #define BRONZE_SQRT_RN(x) __builtin_sqrtf(x)
 // -freciprocal-math (fast mode) may turn a / b into a * (1 / b); b through
 // memory keeps precise::divide one IEEE division.
