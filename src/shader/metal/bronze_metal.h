@@ -969,25 +969,27 @@ template <class T, int N> inline vec<T, N> insert_bits(vec<T, N> base, vec<T, N>
 // instruction there. As in Metal, it is _numeric_limits_impl's, which
 // libraries specialize for their own types, unqualified at global scope
 // (candle's indexed<T>): so that template is the user's global namespace's,
-// where EDG takes such a specialization.
-template <class T, bool = metal::is_integral<T>::value> struct _numeric_limits_impl {
+// where EDG takes such a specialization. It has one parameter, as Metal's:
+// Clang refuses a partial specialization `_numeric_limits_impl<indexed<T>>`
+// whose defaulted second argument would depend on T.
+template <class T, bool = metal::is_integral<T>::value> struct bronze_numeric_limits_ {
   static constexpr bool is_specialized = false;
 };
-template <class T> struct _numeric_limits_impl<T, true> {
+template <class T> struct bronze_numeric_limits_<T, true> {
   static constexpr bool is_specialized = true, is_signed = T(-1) < T(0), is_integer = true;
   static constexpr int digits = 8 * sizeof(T) - (T(-1) < T(0) ? 1 : 0);
   static constexpr T max() { return is_signed ? T((1ull << (8 * sizeof(T) - 1)) - 1) : T(~0ull); }
   static constexpr T min() { return is_signed ? T(-max() - 1) : T(0); }
   static constexpr T lowest() { return min(); }
 };
-template <> struct _numeric_limits_impl<bool, true> {
+template <> struct bronze_numeric_limits_<bool, true> {
   static constexpr bool is_specialized = true, is_signed = false, is_integer = true;
   static constexpr bool max() { return true; }
   static constexpr bool min() { return false; }
   static constexpr bool lowest() { return false; }
 };
 #define BRONZE_FLOAT_LIMITS(T, CE, BITS, WORD, MAXB, MINB, EPSB, DIG)                                \
-  template <> struct _numeric_limits_impl<T, false> {                                               \
+  template <> struct bronze_numeric_limits_<T, false> {                                             \
     static constexpr bool is_specialized = true, is_signed = true, is_integer = false;              \
     static constexpr int digits = DIG;                                                              \
     typedef WORD word;                                                                              \
@@ -1006,6 +1008,7 @@ BRONZE_FLOAT_LIMITS(double, constexpr, 64, unsigned long long, 0x7feffffffffffff
 BRONZE_FLOAT_LIMITS(bfloat, constexpr, 16, unsigned short, 0x7f7fu, 0x0080u, 0x3c00u, 8)
 BRONZE_FLOAT_LIMITS(half, constexpr, 16, unsigned short, 0x7bffu, 0x0400u, 0x1400u, 11)
 #undef BRONZE_FLOAT_LIMITS
+template <class T> struct _numeric_limits_impl : bronze_numeric_limits_<T> {};
 namespace metal {
 using bronze_msl::_numeric_limits_impl;
 template <class T> struct numeric_limits : _numeric_limits_impl<T> {};
