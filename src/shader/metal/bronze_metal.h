@@ -210,6 +210,11 @@ struct bfloat {
 #undef BRONZE_BF_FROM
   BRONZE_FROM_BOOL_CLASS(bfloat)
   constexpr operator float() const { return __builtin_bit_cast(float, (unsigned int)bits << 16); }
+#if !BRONZE_CUDA
+  // static_cast<half>(b): GCC 13 takes float -> _Float16 (a lower rank) as no
+  // implicit conversion, so operator float alone leaves no way there.
+  constexpr explicit operator half() const { return (half)float(*this); }
+#endif
   static constexpr unsigned short round(unsigned int x) {  // NaN stays NaN
     return (x & 0x7fffffffu) > 0x7f800000u ? (unsigned short)((x >> 16) | 0x40u)
                                            : (unsigned short)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
