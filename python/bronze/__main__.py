@@ -24,15 +24,28 @@ def _info(args):
     print(f"  cuda: {bronze.cuda_status()}")
     print(f"  current device: {bronze.current_device()}")
     c = bronze.cache_info()
-    print(f"  shader compiler (CPU): {c['compiler'] or 'none'}")
+    h = bronze._C._host_compiler(check=True)
+    print(_compiler_line(h))
     if c["preprocessor"]:
         print(f"  Metal front end: {c['preprocessor']} -E (the C preprocessor), Metal 3.2's predefined macros")
+    elif h["chosen_by"]:
+        print(f"  Metal front end: no C preprocessor: {h['chosen_by']} names none that works (above)")
     else:
         print("  Metal front end: no C preprocessor: compile_shader needs one; install g++ (or cpp alone for CUDA)")
     torch_inc = bronze._torch_include_dir()
     print(f"  PyTorch Metal headers (<c10/metal/...>): {torch_inc + '/c10/metal' if torch_inc else 'none (torch not installed)'}")
     print(f"  compile cache: {c['status']}")
     return 0
+
+
+def _compiler_line(h):
+    """Which host compiler, what it is (found by running it) and whether it builds kernels."""
+    if not h["path"]:
+        return f"  shader compiler (CPU): none: {h['status']}"
+    if not h["works"]:
+        return f"  shader compiler (CPU): does NOT work: {h['problem']}"
+    chosen = f", from {h['chosen_by']}" if h["chosen_by"] else ""
+    return f"  shader compiler (CPU): {h['path']} ({h['kind']} {h['version']}{chosen}): works"
 
 
 def _compile(args):

@@ -372,10 +372,32 @@ void bind_shader(nb::module_& m) {
     d["misses"] = n.misses;
     d["stores"] = n.stores;
     d["corrupt"] = n.corrupt;
-    d["compiler"] = jit::HostCompiler::get().path;
+    d["compiler"] = jit::HostCompiler::get().available() ? jit::HostCompiler::get().path : std::string();
     d["preprocessor"] = jit::preprocessor_path();
     return d;
   }, "The compile cache: where it is (or why it is off) and its counters.");
+
+  m.def("_host_compiler", [](bool check) {
+    const jit::HostCompiler* found = nullptr;
+    std::string why;
+    {
+      nb::gil_scoped_release g;  // runs the compiler (with check, compiles a small unit)
+      found = &jit::HostCompiler::get();
+      if (check) why = found->works();
+    }
+    const auto& cc = *found;
+    nb::dict d;
+    d["path"] = cc.path;
+    d["chosen_by"] = cc.chosen_by;
+    d["kind"] = cc.kind_name();
+    d["version"] = cc.version;
+    d["status"] = cc.status;
+    if (check) {
+      d["works"] = why.empty();
+      d["problem"] = why;
+    }
+    return d;
+  }, nb::arg("check") = false, "The host compiler (what it is, found by running it); with check, whether it builds kernels.");
 
   m.def("_compile_library", [](const std::string& src, const std::string& filename, std::optional<Device> device,
                                std::vector<int> archs, std::vector<std::string> include_dirs,

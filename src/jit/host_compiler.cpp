@@ -11,16 +11,20 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <iterator>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <sstream>
 
 #include "bronze/error.hpp"
 #include "jit/disk_cache.hpp"
 #include "jit/env_size.hpp"
+#include "jit/files.hpp"
 #include "jit/sha256.hpp"
 
 extern char** environ;
@@ -189,26 +193,273 @@ unsigned long long env_size(const char* var, unsigned long long fallback) {
   return n * scale;
 }
 
+namespace {
+// Predefined macros say what a compiler is, whatever its file is called
+// (`c++` is either; Clang defines __GNUC__ too, so it is asked first).
+constexpr const char* kProbeSource =
+    "#if defined(__clang__)\n"
+    "bronze_compiler_kind clang __clang_major__ __clang_minor__ __clang_patchlevel__\n"
+    "#elif defined(__GNUC__)\n"
+    "bronze_compiler_kind gcc __GNUC__ __GNUC_MINOR__ __GNUC_PATCHLEVEL__\n"
+    "#else\n"
+    "bronze_compiler_kind unknown 0 0 0\n"
+    "#endif\n";
+
+// What every kernel needs of the compiler: C++17, _Float16 (half on the
+// CPU), __builtin_bit_cast, a shared object linked with -Wl,-z,defs.
+constexpr const char* kWorksSource =
+    "static_assert(__cplusplus >= 201703L, \"C++17\");\n"
+    "typedef _Float16 half;\n"
+    "extern \"C\" __attribute__((visibility(\"default\"))) float bronze_probe(float x) {\n"
+    "  half h = (half)x;\n"
+    "  return (float)(h * h) + __builtin_bit_cast(float, (unsigned int)__builtin_bit_cast(unsigned short, h));\n"
+    "}\n";
+
+// The first lines of a compiler's output, for a message.
+std::string first_lines(const std::string& text, int n = 4) {
+  std::string out;
+  std::stringstream ss(text);
+  for (std::string l; n > 0 && std::getline(ss, l);) {
+    if (l.empty()) continue;
+    out += (out.empty() ? "" : "\n") + l;
+    --n;
+  }
+  return out.empty() ? "(it printed nothing)" : out;
+}
+
+// A shared object, not (say) `cpp`'s text under its name.
+bool is_elf(const std::string& path) {
+  char magic[4] = {0};
+  std::ifstream f(path, std::ios::binary);
+  return f.read(magic, 4) && std::memcmp(magic, "\x7f" "ELF", 4) == 0;
+}
+
+// Runs `argv` in a fresh folder holding `file` (name, text); returns the
+// exit status (-1 when it could not run: `log` then says why) with its
+// stdout in `out` (when asked) and its messages in `log`. With `elf`, a
+// run that leaves no ELF file of that name counts as failed.
+int run_in_scratch(std::vector<std::string> argv, const std::pair<std::string, std::string>& file, std::string& log,
+                   std::string* out, const char* elf = nullptr) {
+  std::string work = DiskCache::instance().make_work_dir();
+  int rc = -1;
+  try {
+    write_file(work + "/" + file.first, file.second);
+    rc = run(argv, work + "/log", out ? work + "/out" : std::string(), work, 1ull << 30);
+    log = read_file(work + "/log");
+    if (out) *out = read_file(work + "/out");
+    if (rc == 0 && elf && !is_elf(work + "/" + elf)) {
+      rc = 1;
+      log = std::string("it exited successfully but wrote no shared object (") + elf + " is not an ELF file)\n" + log;
+    }
+  } catch (const std::exception& e) {
+    log = e.what();
+    rc = -1;
+  }
+  jit::remove_tree(work);
+  return rc;
+}
+
+// The unqualified name of a function in a stack-usage line: Itanium-mangled
+// (Clang: _ZN10bronze_msl6helperEf -> helper) or as GCC writes it.
+std::string function_name(const std::string& f) {
+  if (f.rfind("_Z", 0) != 0) {
+    std::string n = f.substr(0, f.find('('));
+    n = n.substr(n.find_last_of(" :") == std::string::npos ? 0 : n.find_last_of(" :") + 1);
+    return n;
+  }
+  std::size_t i = 2;
+  bool nested = i < f.size() && f[i] == 'N';
+  if (nested) ++i;
+  std::string last;
+  while (i < f.size() && std::isdigit(static_cast<unsigned char>(f[i]))) {
+    std::size_t n = std::strtoul(f.c_str() + i, nullptr, 10);
+    while (i < f.size() && std::isdigit(static_cast<unsigned char>(f[i]))) ++i;
+    last = f.substr(i, n);
+    i += n;
+    if (!nested) break;
+  }
+  return last;
+}
+
+// Clang before 19 writes each -fstack-usage line with the unit's own file
+// name (kernel.cpp) but the line its #line directives give: the file is put
+// back from those directives (the one at that line whose text names the
+// function, else the first). GCC's and newer Clang's lines pass unchanged.
+std::string presumed_stack_usage(const std::string& usage, const std::string& unit_path, const std::string& source) {
+  struct Line {
+    std::string file, text;
+  };
+  std::multimap<long, Line> by_line;
+  std::string file;
+  long line = 0;
+  std::stringstream src(source);
+  for (std::string l; std::getline(src, l);) {
+    if (l.rfind("#line ", 0) == 0) {
+      char* end = nullptr;
+      long n = std::strtol(l.c_str() + 6, &end, 10);
+      std::size_t q = l.find('"');
+      if (n > 0) {
+        if (q != std::string::npos) {
+          file.clear();
+          for (std::size_t i = q + 1; i < l.size() && l[i] != '"'; ++i) file += l[i] == '\\' && i + 1 < l.size() ? l[++i] : l[i];
+        }
+        line = n;
+        continue;
+      }
+    }
+    if (line > 0) by_line.emplace(line++, Line{file, l});
+  }
+  std::string out;
+  std::stringstream in(usage);
+  for (std::string l; std::getline(in, l);) {
+    for (const std::string& unit : {unit_path, std::string("kernel.cpp")}) {
+      if (l.rfind(unit + ":", 0) != 0) continue;
+      const char* rest = l.c_str() + unit.size() + 1;
+      char* end = nullptr;
+      long n = std::strtol(rest, &end, 10);
+      if (n <= 0 || *end != ':') break;
+      std::string fn = function_name(std::string(end + 1, std::strcspn(end + 1, "\t")));
+      auto [b, e] = by_line.equal_range(n);
+      if (b == e) break;
+      auto pick = b;
+      for (auto it = b; it != e; ++it)
+        if (!fn.empty() && it->second.text.find(fn) != std::string::npos) {
+          pick = it;
+          break;
+        }
+      l = pick->second.file + ":" + std::string(rest);
+      break;
+    }
+    out += l + "\n";
+  }
+  return out;
+}
+}  // namespace
+
+std::string HostCompiler::kind_name() const {
+  return kind == CompilerKind::Gcc ? "GCC" : kind == CompilerKind::Clang ? "Clang" : "unknown";
+}
+
+std::string HostCompiler::describe() const {
+  std::string d = path;
+  if (kind != CompilerKind::Unknown) d += " (" + kind_name() + " " + version;
+  else d += " (";
+  d += chosen_by.empty() ? std::string(kind != CompilerKind::Unknown ? ")" : "not identified)")
+                         : std::string(kind != CompilerKind::Unknown ? ", " : "") + "from " + chosen_by + ")";
+  return d;
+}
+
+std::vector<std::string> HostCompiler::plain_diagnostics_flags() const {
+  // GCC spells "no source excerpt" -fno-diagnostics-show-caret, Clang
+  // -fno-caret-diagnostics (and refuses GCC's spelling); both take
+  // -fdiagnostics-color=never.
+  if (kind == CompilerKind::Clang) return {"-fdiagnostics-color=never", "-fno-caret-diagnostics", "-fno-diagnostics-fixit-info"};
+  return {"-fdiagnostics-color=never", "-fno-diagnostics-show-caret"};
+}
+
+const CompilerProbe& probe_compiler(const std::string& path) {
+  static std::mutex mu;
+  static std::map<std::string, CompilerProbe> probes;
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = probes.find(path); it != probes.end()) return it->second;
+  CompilerProbe p;
+  std::string log, out;
+  int rc = run_in_scratch({path, "-E", "-x", "c++", "probe.cpp"}, {"probe.cpp", kProbeSource}, log, &out);
+  std::size_t at = out.find("bronze_compiler_kind ");
+  if (rc != 0 || at == std::string::npos) {
+    p.status = rc == 0 ? "running it with -E (as the C preprocessor) printed no preprocessed C++"
+                       : "running it with -E (as the C preprocessor) failed: " + first_lines(log, 2);
+    return probes.emplace(path, p).first->second;
+  }
+  char kind[16] = {0};
+  int major = 0, minor = 0, patch = 0;
+  std::sscanf(out.c_str() + at, "bronze_compiler_kind %15s %d %d %d", kind, &major, &minor, &patch);
+  p.kind = std::strcmp(kind, "clang") == 0 ? CompilerKind::Clang
+           : std::strcmp(kind, "gcc") == 0 ? CompilerKind::Gcc
+                                           : CompilerKind::Unknown;
+  p.major = major;
+  p.version = std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+  if (p.kind == CompilerKind::Unknown)
+    p.status = "it is neither GCC nor Clang (it defines neither __GNUC__ nor __clang__), the compilers bronze knows "
+               "the options of";
+  return probes.emplace(path, p).first->second;
+}
+
+const std::string& HostCompiler::works() const {
+  static std::mutex mu;
+  static std::map<std::string, std::string> results;
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = results.find(path); it != results.end()) return it->second;
+  std::string why;
+  if (!available()) {
+    why = status;
+  } else {
+    std::vector<std::string> argv = {path, "-std=c++17", "-O1", "-fPIC", "-shared", "-w"};
+    for (const auto& f : plain_diagnostics_flags()) argv.push_back(f);
+    argv.insert(argv.end(), {"-Wl,-z,defs", "-o", "probe.so", "probe.cpp"});
+    std::string log;
+    int rc = run_in_scratch(argv, {"probe.cpp", kWorksSource}, log, nullptr, "probe.so");
+    if (rc != 0)
+      why = describe() + " cannot build bronze's kernels (C++17 with _Float16 into a shared object; bronze needs "
+            "GCC 12 or newer, or Clang 15 or newer): " + first_lines(log);
+  }
+  return results.emplace(path, why).first->second;
+}
+
+void HostCompiler::raise_unusable(const std::string& why) const {
+  if (!chosen_by.empty() && !status.empty()) throw ValueError(why);
+  throw NotSupportedError("the CPU backend compiles shaders with a host compiler: " + why);
+}
+
 const HostCompiler& HostCompiler::get() {
   static const HostCompiler c = [] {
     HostCompiler h;
-    std::vector<std::string> candidates;
-    for (const char* var : {"BRONZE_CXX", "CXX"})
-      if (const char* v = std::getenv(var); v && *v) candidates.push_back(v);
-    for (const char* n : {"c++", "g++", "clang++"}) candidates.push_back(n);
-    for (const auto& c : candidates) {
-      std::string p = which(c);
-      if (p.empty()) continue;
+    auto take = [&](const std::string& p) {
       char real[4096];
       std::string resolved = ::realpath(p.c_str(), real) ? real : p;
-      struct stat st;
+      struct stat st {};
       ::stat(resolved.c_str(), &st);
+      const CompilerProbe& probe = probe_compiler(p);
       h.path = p;
-      h.identity = resolved + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
-      h.clang = resolved.find("clang", resolved.rfind('/') + 1) != std::string::npos;
+      // The name run is part of it: `clang` and `clang++` are one file.
+      h.identity = p + ":" + resolved + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
+      h.kind = probe.kind;
+      h.version = probe.version;
+      h.major = probe.major;
+      h.clang = probe.kind == CompilerKind::Clang;
+      h.status = probe.status;
+    };
+    for (const char* var : {"BRONZE_CXX", "CXX"}) {
+      const char* v = std::getenv(var);
+      if (!v || !*v) continue;
+      // The one named is used or is an error: never another silently.
+      h.chosen_by = std::string("$") + var;
+      std::string p = which(v);
+      struct stat st {};
+      if (p.empty() || ::stat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+        h.path = v;
+        h.status = h.chosen_by + "='" + v + "' names no executable file" +
+                   (std::string(v).find_first_of(" \t") != std::string::npos
+                        ? " (it takes one program, without options: bronze chooses the options)"
+                        : "") +
+                   "; set it to a C++ compiler (g++, clang++, or a path to one) or unset it";
+        return h;
+      }
+      take(p);
+      if (!h.status.empty()) h.status = h.chosen_by + "='" + v + "' (" + p + ") is not a C++ compiler bronze can use: " + h.status;
       return h;
     }
-    h.status = "no C++ compiler found (tried $BRONZE_CXX, $CXX, c++, g++, clang++); install g++";
+    std::string first_problem;
+    for (const char* n : {"c++", "g++", "clang++"}) {
+      std::string p = which(n);
+      if (p.empty()) continue;
+      take(p);
+      if (h.status.empty()) return h;
+      if (first_problem.empty()) first_problem = p + ": " + h.status;
+    }
+    h = HostCompiler();
+    h.status = "no C++ compiler found (tried $BRONZE_CXX, $CXX, c++, g++, clang++" +
+               (first_problem.empty() ? std::string() : "; " + first_problem) + "); install g++";
     return h;
   }();
   return c;
@@ -217,20 +468,29 @@ const HostCompiler& HostCompiler::get() {
 std::string preprocessor_path() {
   static const std::string p = [] {
     const HostCompiler& cc = HostCompiler::get();
-    return cc.available() ? cc.path : which("cpp");  // GCC's preprocessor alone takes the same flags
+    if (cc.available()) return cc.path;
+    if (!cc.chosen_by.empty()) return std::string();  // the one chosen or none, never another
+    // GCC's preprocessor alone (a CUDA machine without g++) takes the same flags.
+    std::string cpp = which("cpp");
+    return !cpp.empty() && probe_compiler(cpp).status.empty() ? cpp : std::string();
   }();
   return p;
 }
 
 PreprocessResult run_preprocessor(const std::string& dir, const std::string& main_file,
                                   const std::vector<std::string>& flags) {
+  const HostCompiler& cc = HostCompiler::get();
+  if (!cc.available() && !cc.chosen_by.empty()) cc.raise_unusable(cc.status);
   std::string path = preprocessor_path();
   if (path.empty())
     throw NotSupportedError("compile_shader runs a C preprocessor before it reads Metal, and none was found "
                             "(tried $BRONZE_CXX, $CXX, c++, g++, clang++, cpp); install g++, or on a CUDA machine "
                             "without a host compiler the preprocessor alone (Debian: apt-get install cpp)");
+  HostCompiler pp = cc;
+  pp.kind = probe_compiler(path).kind;
   std::vector<std::string> argv = {path, "-E"};
   argv.insert(argv.end(), flags.begin(), flags.end());
+  for (const auto& f : pp.plain_diagnostics_flags()) argv.push_back(f);
   argv.push_back(main_file);
   PreprocessResult r;
   const std::string out = dir + "/preprocessed.out", log = dir + "/preprocessor.log";
@@ -249,7 +509,7 @@ BuildResult build_shared_object(const std::string& source,
                                 const std::function<void(const std::string& stack_usage)>& check_stack) {
   const HostCompiler& cc = HostCompiler::get();
   if (check_stack) flags.push_back("-fstack-usage");
-  if (!cc.available()) throw NotSupportedError("the CPU backend compiles shaders with a host compiler: " + cc.status);
+  if (!cc.available()) cc.raise_unusable(cc.status);
   Sha256 key;
   key.update(kBronzeAbi).update("\0", 1).update(cc.identity).update("\0", 1);
   for (const auto& f : flags) key.update(f).update("\0", 1);
@@ -276,9 +536,14 @@ BuildResult build_shared_object(const std::string& source,
     argv.insert(argv.end(), flags.begin(), flags.end());
     argv.insert(argv.end(), {"-I" + work, "-o", work + "/kernel.so", work + "/kernel.cpp"});
     int rc = run(argv, work + "/compiler.log");
+    if (rc == 0 && !is_elf(work + "/kernel.so")) rc = 1;
     if (rc != 0) {
       r.diagnostics = read_file(work + "/compiler.log");
       remove_tree(work, files);
+      // A compiler that cannot build even a small unit says so, rather than
+      // through every kernel's messages (Clang 14 has no _Float16, `cpp`
+      // builds nothing).
+      if (const std::string& why = cc.works(); !why.empty()) cc.raise_unusable(why);
       return r;
     }
     if (check_stack) {  // GCC names the report kernel.so-kernel.su, Clang kernel.su
@@ -287,7 +552,7 @@ BuildResult build_shared_object(const std::string& source,
         files.push_back(n);
         usage += read_file(work + "/" + n);
       }
-      check_stack(usage);
+      check_stack(presumed_stack_usage(usage, work + "/kernel.cpp", source));
     }
     std::string stored = cache.store(k, ".so", work + "/kernel.so");
     if (stored != work + "/kernel.so") {

@@ -1,6 +1,13 @@
 // The host C++ compiler: its preprocessor, which every Metal source goes
 // through first, and the shared objects it builds from rewritten kernels
 // (the CPU backend's JIT), with the cached build around them.
+//
+// Which compiler: $BRONZE_CXX, else $CXX, else the first of c++, g++,
+// clang++ that works. A compiler named by either variable is used or is an
+// error that says why; it is never replaced by another one silently. What
+// it is (GCC or Clang, and its version) is learnt once per path by running
+// it (its predefined macros), never from its file name, and the flags whose
+// spelling differs between the two follow from that.
 #pragma once
 
 #include <functional>
@@ -10,14 +17,46 @@
 
 namespace bronze::jit {
 
+enum class CompilerKind { Unknown, Gcc, Clang };
+
 struct HostCompiler {
-  std::string path;      // resolved from $BRONZE_CXX, $CXX, c++, g++, clang++
-  std::string identity;  // path, size and mtime: a cache key that changes with upgrades
-  std::string status;    // why none was found
-  bool clang = false;    // Clang's driver, else GCC's (their flags differ at the edges)
-  bool available() const { return !path.empty(); }
+  std::string path;       // what is run: the name as found on PATH, or the path given
+  std::string chosen_by;  // "$BRONZE_CXX", "$CXX" or "" (the defaults)
+  std::string identity;   // path, target's size and mtime: a cache key that changes with upgrades
+  CompilerKind kind = CompilerKind::Unknown;
+  std::string version;    // "12.2.0", "16.0.6" (its predefined macros)
+  int major = 0;
+  bool clang = false;     // kind == Clang: its driver's flags differ from GCC's at the edges
+  std::string status;     // why there is none or why the one chosen is not a C++ compiler ("" when fine)
+  // A C++ compiler was found and identified; whether it builds bronze's
+  // kernels is checked by works() (a compile, so only when asked).
+  bool available() const { return status.empty() && !path.empty(); }
+  std::string kind_name() const;  // "GCC", "Clang" or "unknown"
+  std::string describe() const;   // "/usr/bin/clang++-16 (Clang 16.0.6, from $BRONZE_CXX)"
+  // Flags that turn off colour and the source excerpt under each message
+  // (bronze quotes the user's own files): spelled per kind.
+  std::vector<std::string> plain_diagnostics_flags() const;
+  // Builds a small C++17 unit with _Float16 into a shared object with
+  // -Wl,-z,defs, as every kernel is built: "" when that works, else why not
+  // (the compiler's own words). Run once per process, on request.
+  const std::string& works() const;
   static const HostCompiler& get();
+  // Throws the error that says why there is no usable compiler: ValueError
+  // for a $BRONZE_CXX/$CXX that names no C++ compiler, NotSupportedError
+  // when none was found or the one found cannot build kernels.
+  [[noreturn]] void raise_unusable(const std::string& why) const;
 };
+
+// What running `path` tells about it: its kind and version from `-E` over
+// its predefined macros. Cached per path for the process. Empty status when
+// it is a C or C++ compiler (or GCC's cpp) that preprocesses C++.
+struct CompilerProbe {
+  CompilerKind kind = CompilerKind::Unknown;
+  std::string version;
+  int major = 0;
+  std::string status;  // why it could not be identified
+};
+const CompilerProbe& probe_compiler(const std::string& path);
 
 struct PreprocessResult {
   bool ok = false;
@@ -25,13 +64,16 @@ struct PreprocessResult {
   std::string diagnostics;  // the preprocessor's messages
 };
 
-// The C preprocessor: the host compiler's, else GCC's `cpp` alone (enough
-// for CUDA, where NVRTC compiles); "" when there is none.
+// The C preprocessor: the host compiler's, else (none chosen and none found)
+// GCC's `cpp` alone (enough for CUDA, where NVRTC compiles); "" when there
+// is none.
 std::string preprocessor_path();
 
-// Runs the C preprocessor (`-E` plus `flags`) over `main_file` with `dir` as
-// the working directory, so line markers name the files as `flags` and the
-// includes reach them. Throws NotSupportedError when there is none.
+// Runs the C preprocessor (`-E` plus `flags`, plus the kind's flags for
+// plain messages) over `main_file` with `dir` as the working directory, so
+// line markers name the files as `flags` and the includes reach them.
+// Throws NotSupportedError when there is none, ValueError when $BRONZE_CXX
+// or $CXX names no compiler.
 PreprocessResult run_preprocessor(const std::string& dir, const std::string& main_file,
                                   const std::vector<std::string>& flags);
 
@@ -47,6 +89,8 @@ struct BuildResult {
 // (-fstack-usage: "file:line[:col]:function<TAB>bytes<TAB>qualifier" lines,
 // GCC's and Clang's form), and that report goes to check_stack before the
 // object is cached: what it throws propagates and leaves nothing cached.
+// A failed build by a compiler that cannot build even works()'s unit throws
+// NotSupportedError saying so instead of returning the diagnostics.
 BuildResult build_shared_object(const std::string& source,
                                 const std::vector<std::pair<std::string, std::string>>& headers,
                                 std::vector<std::string> flags,

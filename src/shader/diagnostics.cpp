@@ -94,9 +94,19 @@ bool included_from(const std::string& l, const std::vector<SourceFile>& files, D
 }
 
 // Where the user's code instantiated a template of bronze's headers that
-// failed there: GCC's "f.metal:42:7:   required from here" (before the error)
-// and NVRTC's "detected during ... at line 42 of f.metal" (after it).
+// failed there: GCC's "f.metal:42:7:   required from here" (before the error),
+// Clang's "f.metal:42:7: note: in instantiation of ... requested here" and
+// NVRTC's "detected during ... at line 42 of f.metal" (both after it).
 bool instantiated_at(const std::string& l, Diagnostic& d) {
+  std::size_t note = l.find(": note: ");
+  if (note != std::string::npos && l.size() >= 14 && l.compare(l.size() - 14, 14, "requested here") == 0) {
+    std::size_t c2 = l.rfind(':', note - 1), c1 = c2 == std::string::npos || c2 == 0 ? std::string::npos : l.rfind(':', c2 - 1);
+    if (c1 == std::string::npos) return false;
+    d.file = l.substr(0, c1);
+    d.line = std::atoi(l.c_str() + c1 + 1);
+    d.col = std::atoi(l.c_str() + c2 + 1);
+    return d.line > 0;
+  }
   std::size_t req = l.find(":   required from");
   if (req != std::string::npos) {
     std::size_t c2 = l.rfind(':', req - 1), c1 = c2 == std::string::npos || c2 == 0 ? std::string::npos : l.rfind(':', c2 - 1);
@@ -123,8 +133,24 @@ bool user_file(const std::string& name, const std::vector<SourceFile>& files) {
 }
 }  // namespace
 
+namespace {
+// Clang writes a failed static_assert as "static assertion failed due to
+// requirement 'bronze_rt::plan_unique(bronze_plan_6, 0)': message", naming
+// bronze's generated checks; GCC as "static assertion failed: message".
+// Messages read alike whichever compiler built the kernel.
+std::string gcc_wording(std::string l) {
+  const std::string clang = "static assertion failed due to requirement '";
+  std::size_t at = l.find(clang);
+  if (at == std::string::npos) return l;
+  std::size_t end = l.find("': ", at + clang.size());
+  if (end == std::string::npos) return l;
+  return l.substr(0, at) + "static assertion failed: " + l.substr(end + 3);
+}
+}  // namespace
+
 [[noreturn]] void raise_compile_error(const std::string& diag, const std::vector<SourceFile>& files) {
   std::vector<std::string> lines = split_lines(diag);
+  for (std::string& l : lines) l = gcc_wording(l);
   Diagnostic first, other, include, required, other_at;
   std::string rest;
   int others = 0;

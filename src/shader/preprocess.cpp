@@ -183,7 +183,7 @@ const std::vector<std::string>& metal_predefined_macros() {
 TranslationUnit preprocess(const std::string& source, const SourceOptions& o) {
   std::string base = o.filename.substr(o.filename.find_last_of('/') + 1);
   if (base.empty() || base[0] == '.') base = "shader.metal";
-  std::vector<std::string> flags = {"-undef", "-nostdinc", "-x", "c++", "-std=c++17", "-fno-diagnostics-show-caret"};
+  std::vector<std::string> flags = {"-undef", "-nostdinc", "-x", "c++", "-std=c++17"};  // + the compiler's own for plain messages
   for (const std::string& m : metal_predefined_macros()) flags.push_back("-D" + m);
   for (const auto& [name, value] : o.defines) {
     if (!is_identifier(name)) throw ValueError("defines: '" + name + "' is not a macro name");

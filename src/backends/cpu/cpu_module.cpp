@@ -13,20 +13,33 @@ constexpr int kMaxThreadsPerGroup = 1024;  // Metal's limit; fibers have no othe
 runtime::ModuleObject build_module(const runtime::ModuleSource& src) {
   auto headers = src.headers;
   headers.emplace_back("bronze_metal_cpu.h", embedded::bronze_metal_cpu_h);
+  const jit::HostCompiler& cc = jit::HostCompiler::get();
+  // The same meaning on GCC and Clang: each option below is spelled alike
+  // by both; those that are not come from what the compiler is (found by
+  // running it, jit/host_compiler.hpp).
   std::vector<std::string> flags = {"-std=c++17", "-O3", "-fPIC", "-shared", "-fvisibility=hidden", "-w", "-fno-exceptions", "-fno-math-errno",
-       "-fdiagnostics-color=never", "-fno-diagnostics-show-caret",  // excerpts come from the files bronze read
+       // Multiply-add contraction across statements where the target has FMA
+       // (as Metal's compiler does): GCC's default for C++ (its ISO modes
+       // turn it off for C only); Clang's default contracts within an
+       // expression only. Baseline x86-64 has no FMA: there nothing changes.
+       "-ffp-contract=fast",
        // A barrier kernel's threads run on fibers with this much stack and
        // room for the runtime's frames (bronze_metal_cpu.h, kFiberStack).
        "-DBRONZE_PRIVATE_BYTES=" + std::to_string(runtime::kMaxPrivateBytes),
        // Every function a kernel calls must be defined: an error now, not when loading.
        "-Wl,-z,defs", "-lm"};
+  // Plain messages: excerpts come from the files bronze read.
+  for (const auto& f : cc.plain_diagnostics_flags()) flags.push_back(f);
   // Divisions and indexes into arrays of known size (private and threadgroup
   // arrays) checked by bronze's handlers (bronze_metal_cpu.h), so no
   // sanitizer runtime is linked: GCC's static one contributes nothing, and
-  // Clang links none into shared objects.
+  // Clang links none into shared objects. GCC's `bounds` is Clang's
+  // `array-bounds` (Clang's `bounds` adds local-bounds, which traps with no
+  // handler and no message).
   if (src.validate) {
-    flags.insert(flags.end(), {"-DBRONZE_VALIDATE", "-fsanitize=integer-divide-by-zero,bounds"});
-    if (!jit::HostCompiler::get().clang) flags.push_back("-static-libubsan");
+    flags.insert(flags.end(), {"-DBRONZE_VALIDATE", cc.clang ? "-fsanitize=integer-divide-by-zero,array-bounds"
+                                                             : "-fsanitize=integer-divide-by-zero,bounds"});
+    if (!cc.clang) flags.push_back("-static-libubsan");
   }
   // Metal's math modes as GCC and Clang options, each named (-ffast-math
   // would also assume no NaN or infinity, which CUDA never does, and would

@@ -29,6 +29,13 @@
 #include <ucontext.h>
 #define BRONZE_M(f) __builtin_##f  /* builtins only: no libc names leak into kernels */
 #define BRONZE_FAST(f) __builtin_##f  /* no faster libm on the host: fast is libm's too */
+#if defined(__clang__) && !__has_builtin(__builtin_exp10f)
+// Clang before 18 has no __builtin_exp10: libm's, under a name of bronze's.
+extern "C" float bronze_libm_exp10f(float) __asm__("exp10f");
+extern "C" double bronze_libm_exp10(double) __asm__("exp10");
+#define __builtin_exp10f bronze_libm_exp10f
+#define __builtin_exp10 bronze_libm_exp10
+#endif
 #define BRONZE_SQRT_RN(x) __builtin_sqrtf(x)
 // -freciprocal-math (fast mode) may turn a / b into a * (1 / b); b through
 // memory keeps precise::divide one IEEE division.
@@ -203,6 +210,11 @@ struct bfloat {
 #undef BRONZE_BF_FROM
   BRONZE_FROM_BOOL_CLASS(bfloat)
   constexpr operator float() const { return __builtin_bit_cast(float, (unsigned int)bits << 16); }
+#if !BRONZE_CUDA
+  // static_cast<half>(b): GCC 13 takes float -> _Float16 (a lower rank) as no
+  // implicit conversion, so operator float alone leaves no way there.
+  constexpr explicit operator half() const { return (half)float(*this); }
+#endif
   static constexpr unsigned short round(unsigned int x) {  // NaN stays NaN
     return (x & 0x7fffffffu) > 0x7f800000u ? (unsigned short)((x >> 16) | 0x40u)
                                            : (unsigned short)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
@@ -962,25 +974,27 @@ template <class T, int N> inline vec<T, N> insert_bits(vec<T, N> base, vec<T, N>
 // instruction there. As in Metal, it is _numeric_limits_impl's, which
 // libraries specialize for their own types, unqualified at global scope
 // (candle's indexed<T>): so that template is the user's global namespace's,
-// where EDG takes such a specialization.
-template <class T, bool = metal::is_integral<T>::value> struct _numeric_limits_impl {
+// where EDG takes such a specialization. It has one parameter, as Metal's:
+// Clang refuses a partial specialization `_numeric_limits_impl<indexed<T>>`
+// whose defaulted second argument would depend on T.
+template <class T, bool = metal::is_integral<T>::value> struct bronze_numeric_limits_ {
   static constexpr bool is_specialized = false;
 };
-template <class T> struct _numeric_limits_impl<T, true> {
+template <class T> struct bronze_numeric_limits_<T, true> {
   static constexpr bool is_specialized = true, is_signed = T(-1) < T(0), is_integer = true;
   static constexpr int digits = 8 * sizeof(T) - (T(-1) < T(0) ? 1 : 0);
   static constexpr T max() { return is_signed ? T((1ull << (8 * sizeof(T) - 1)) - 1) : T(~0ull); }
   static constexpr T min() { return is_signed ? T(-max() - 1) : T(0); }
   static constexpr T lowest() { return min(); }
 };
-template <> struct _numeric_limits_impl<bool, true> {
+template <> struct bronze_numeric_limits_<bool, true> {
   static constexpr bool is_specialized = true, is_signed = false, is_integer = true;
   static constexpr bool max() { return true; }
   static constexpr bool min() { return false; }
   static constexpr bool lowest() { return false; }
 };
 #define BRONZE_FLOAT_LIMITS(T, CE, BITS, WORD, MAXB, MINB, EPSB, DIG)                                \
-  template <> struct _numeric_limits_impl<T, false> {                                               \
+  template <> struct bronze_numeric_limits_<T, false> {                                             \
     static constexpr bool is_specialized = true, is_signed = true, is_integer = false;              \
     static constexpr int digits = DIG;                                                              \
     typedef WORD word;                                                                              \
@@ -999,6 +1013,7 @@ BRONZE_FLOAT_LIMITS(double, constexpr, 64, unsigned long long, 0x7feffffffffffff
 BRONZE_FLOAT_LIMITS(bfloat, constexpr, 16, unsigned short, 0x7f7fu, 0x0080u, 0x3c00u, 8)
 BRONZE_FLOAT_LIMITS(half, constexpr, 16, unsigned short, 0x7bffu, 0x0400u, 0x1400u, 11)
 #undef BRONZE_FLOAT_LIMITS
+template <class T> struct _numeric_limits_impl : bronze_numeric_limits_<T> {};
 namespace metal {
 using bronze_msl::_numeric_limits_impl;
 template <class T> struct numeric_limits : _numeric_limits_impl<T> {};
