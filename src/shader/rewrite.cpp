@@ -146,10 +146,13 @@ std::string binding_plans(const ParsedSource& ps, const RewriteOptions& options)
     out += "static_assert(" + any + ", \"constants: the source declares no function constant with index " + g.key +
            "\");\n";
   }
-  // static_assert(test(args), "message") at `tok`: GCC places its message
-  // at the test's opening parenthesis, which lands on the user's token.
+  // static_assert(test(args), "message") on `tok`'s line: GCC places its
+  // message at the test's opening parenthesis, which lands on the user's
+  // token; Clang at the keyword or the test, on that line too.
   auto assertion = [&](const Token& tok, const std::string& test, const std::string& args, const std::string& message) {
-    return "static_assert(" + test + "\n" + at_line(ps, tok) + "(" + args + "), \"" + message + "\");\n";
+    const std::string at = at_line(ps, tok);
+    return at.substr(0, at.find('\n') + 1) + "static_assert(" + test + "\n" + at + "(" + args + "), \"" + message +
+           "\");\n";
   };
   std::set<std::size_t> planned;  // definitions: kernels of one template share its plan
   for (std::size_t k = 0; k < ps.kernels.size(); ++k) {
