@@ -146,13 +146,12 @@ std::string binding_plans(const ParsedSource& ps, const RewriteOptions& options)
     out += "static_assert(" + any + ", \"constants: the source declares no function constant with index " + g.key +
            "\");\n";
   }
-  // static_assert(test(args), "message") on `tok`'s line: GCC places its
-  // message at the test's opening parenthesis, which lands on the user's
-  // token; Clang at the keyword or the test, on that line too.
+  // static_assert(test(args), "message") at `tok`: each piece a compiler
+  // may place its message at (Clang 15-18 the keyword, Clang 19 the test,
+  // GCC the test's opening parenthesis) lands on the user's token.
   auto assertion = [&](const Token& tok, const std::string& test, const std::string& args, const std::string& message) {
     const std::string at = at_line(ps, tok);
-    return at.substr(0, at.find('\n') + 1) + "static_assert(" + test + "\n" + at + "(" + args + "), \"" + message +
-           "\");\n";
+    return at + "static_assert(\n" + at + test + "\n" + at + "(" + args + "), \"" + message + "\");\n";
   };
   std::set<std::size_t> planned;  // definitions: kernels of one template share its plan
   for (std::size_t k = 0; k < ps.kernels.size(); ++k) {

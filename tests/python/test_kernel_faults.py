@@ -316,7 +316,7 @@ def test_an_index_past_a_private_array_fails_the_launch(kernel, index, validate)
     assert r.returncode == 0, r.stderr
     assert f"kernel '{kernel}'" in r.stdout
     if validate:
-        assert f"out-of-bounds index {index} into an array 'float [8]' (8 elements) at shader.metal:" in r.stdout
+        assert f"out-of-bounds index {index} into an array 'float[8]' (8 elements) at shader.metal:" in r.stdout
     elif kernel == "plain":
         assert "wrote past the top of its stack" in r.stdout
     assert "serves 1000.0 3000.0" in r.stdout   # the overrun touched nothing of bronze's or the tensors'

@@ -870,20 +870,20 @@ def test_metal_4_headers_are_not_supported_at_the_users_include(header):
 def test_the_compiler_runs_bounded(case, tmp_path):
     import subprocess
     env, inc = {}, str(tmp_path)
-    if case == "dev-zero":
-        src, words = '#include "/dev/zero"\n', "memory limit"
+    if case == "dev-zero":  # GCC reads on until its memory limit; Clang reads it as empty, then it is outside
+        src, words = '#include "/dev/zero"\n', ("memory limit", "reaches outside")
     elif case == "macro-bomb":
-        src, words = "#define A(x) x x x x x x x x\n#define B(x) A(A(A(x)))\n#define C(x) B(B(B(x)))\nC(C(1))\n", "memory limit"
+        src, words = "#define A(x) x x x x x x x x\n#define B(x) A(A(A(x)))\n#define C(x) B(B(B(x)))\nC(C(1))\n", ("memory limit",)
     else:  # an include nobody ever finishes writing: only the time limit ends it
         os.mkfifo(tmp_path / "pipe.h")
-        src, words, env = '#include "pipe.h"\n', "time limit of 1 s", {"BRONZE_COMPILE_TIMEOUT": "1"}
+        src, words, env = '#include "pipe.h"\n', ("time limit of 1 s",), {"BRONZE_COMPILE_TIMEOUT": "1"}
     code = ("import bronze, sys\n"
             "try:\n    bronze.compile_shader(sys.argv[1], include_dirs=[sys.argv[2]])\n"
             "except bronze.ShaderCompileError as e:\n    print(e)\n"
             "bronze.compile_shader('kernel void k(device float* x) { x[0] = 1; }')\nprint('usable')\n")
     r = subprocess.run([sys.executable, "-c", code, src, inc], capture_output=True, text=True, timeout=120,
                        env=dict(os.environ, **env))
-    assert words in r.stdout and "usable" in r.stdout, r.stdout + r.stderr
+    assert any(w in r.stdout for w in words) and "usable" in r.stdout, r.stdout + r.stderr
 
 
 # bfloat as Metal mixes it: with integers it stays bfloat, with float it is

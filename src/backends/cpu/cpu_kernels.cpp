@@ -269,9 +269,12 @@ std::string describe(const bronze_fault& f) {
   switch (f.kind) {
     case BRONZE_FAULT_DIVISION_BY_ZERO: return "integer division by zero" + at;
     default:
-      if (f.file)  // an array of the kernel's own (-fsanitize=bounds): its type, and where
-        return "out-of-bounds index " + std::to_string(f.index) + " into an array " + f.name + " (" +
+      if (f.file) {  // an array of the kernel's own (-fsanitize=bounds): its type, and where
+        std::string type = f.name;  // as Clang spells it ('float[8]'; GCC: 'float [8]')
+        for (std::size_t k; (k = type.find(" [")) != std::string::npos;) type.erase(k, 1);
+        return "out-of-bounds index " + std::to_string(f.index) + " into an array " + type + " (" +
                std::to_string(f.count) + " elements)" + at + "; the thread was stopped there";
+      }
       return "out-of-bounds access to '" + std::string(f.name) + "' at index " + std::to_string(f.index) +
              " (it holds " + std::to_string(f.count) + " elements)";
   }
