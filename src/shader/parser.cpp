@@ -28,31 +28,33 @@ namespace {
 
 struct Attr {
   const char* name;
-  const char* field;  // an expression over bronze_rt::ids, after "id."
+  const char* expr;  // its value, from a bronze_rt::ids named id
 };
 const Attr kAttributes[] = {
-    {"thread_position_in_grid", "tpig"},
-    {"thread_position_in_threadgroup", "tpitg"},
-    {"threadgroup_position_in_grid", "tgpig"},
-    {"threads_per_threadgroup", "tptg"},
-    {"dispatch_threads_per_threadgroup", "dtptg"},
-    {"threads_per_grid", "tpg"},
-    {"threadgroups_per_grid", "tgpg"},
-    {"thread_index_in_threadgroup", "tiitg"},
-    {"thread_index_in_simdgroup", "tiisg"},
-    {"simdgroup_index_in_threadgroup", "sgiitg"},
-    {"threads_per_simdgroup", "tpsg"},
-    {"thread_execution_width", "tpsg"},
-    {"simdgroups_per_threadgroup", "sgptg"},
-    {"thread_index_in_quadgroup", "tiisg % 4u"},
-    {"quadgroup_index_in_threadgroup", "tiitg / 4u"},
+    {"thread_position_in_grid", "id.tpig"},
+    {"thread_position_in_threadgroup", "id.tpitg"},
+    {"threadgroup_position_in_grid", "id.tgpig"},
+    {"threads_per_threadgroup", "id.tptg"},
+    {"dispatch_threads_per_threadgroup", "id.dtptg"},
+    {"threads_per_grid", "id.tpg"},
+    {"threadgroups_per_grid", "id.tgpg"},
+    {"thread_index_in_threadgroup", "id.tiitg"},
+    {"thread_index_in_simdgroup", "id.tiisg"},
+    {"simdgroup_index_in_threadgroup", "id.sgiitg"},
+    {"threads_per_simdgroup", "id.tpsg"},
+    {"thread_execution_width", "id.tpsg"},
+    {"simdgroups_per_threadgroup", "id.sgptg"},
+    {"dispatch_simdgroups_per_threadgroup", "(id.dtptg.x * id.dtptg.y * id.dtptg.z + 31u) / 32u"},
+    {"thread_index_in_quadgroup", "id.tiisg % 4u"},
+    {"quadgroup_index_in_threadgroup", "id.tiitg / 4u"},
+    {"quadgroups_per_threadgroup", "(id.tptg.x * id.tptg.y * id.tptg.z + 3u) / 4u"},
+    {"dispatch_quadgroups_per_threadgroup", "(id.dtptg.x * id.dtptg.y * id.dtptg.z + 3u) / 4u"},
 };
 
 // Metal's other attributes of kernel parameters, which bronze does not
 // implement: a clear refusal, never an extra argument.
 const char* const kUnsupportedAttributes[] = {
-    "texture", "sampler", "stage_in", "quadgroups_per_threadgroup", "dispatch_quadgroups_per_threadgroup",
-    "dispatch_simdgroups_per_threadgroup", "grid_origin", "grid_size", "payload", "amplification_id",
+    "texture", "sampler", "stage_in", "grid_origin", "grid_size", "payload", "amplification_id",
     "amplification_count", "mesh_grid_properties", "visible_function_table", "intersection_function_table",
     "instance_acceleration_structure", "primitive_acceleration_structure", "threadgroup_imageblock"};
 
@@ -1202,7 +1204,7 @@ bool global_qualifier(const std::vector<Token>& t, std::size_t i) {
 
 const char* attribute_field(const std::string& attribute) {
   for (const Attr& a : kAttributes)
-    if (attribute == a.name) return a.field;
+    if (attribute == a.name) return a.expr;
   return nullptr;
 }
 

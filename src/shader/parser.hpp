@@ -127,8 +127,9 @@ bool is_specifier(const std::string& x);
 // than continuing one (`a::b`): the unit's global namespace is bronze_msl.
 bool global_qualifier(const std::vector<Token>& t, std::size_t i);
 
-// Thread-position attribute name -> the expression over a bronze_rt::ids
-// (its field, or one computed from them), or nullptr.
+// Thread-position attribute name -> its value as an expression over a
+// bronze_rt::ids named `id` ("id.tpig", or one computed from the fields), or
+// nullptr.
 const char* attribute_field(const std::string& attribute);
 
 }  // namespace bronze::shader

@@ -85,8 +85,7 @@ std::string param_type(std::size_t k, std::size_t i) {
 }
 
 std::string attribute_expr(std::size_t k, std::size_t i, const KernelParam& p) {
-  std::string f = std::string("id.") + attribute_field(p.attribute);
-  return "bronze_rt::dim<" + param_type(k, i) + ">(" + f + ")";
+  return "bronze_rt::dim<" + param_type(k, i) + ">(" + attribute_field(p.attribute) + ")";
 }
 
 std::string function_typedef(const ParsedKernel& pk, std::size_t k) {

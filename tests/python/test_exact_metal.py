@@ -133,13 +133,21 @@ def test_names_that_only_look_like_metals_are_the_users():
     assert o.numpy().tolist() == [3.0] * 3
 
 
-def test_quadgroup_position_attributes():
+def test_quadgroup_and_dispatch_count_attributes():
     lib = bronze.compile_shader("""
     kernel void f(device uint* o, uint q [[thread_index_in_quadgroup]], uint g [[quadgroup_index_in_threadgroup]],
-                  uint i [[thread_position_in_grid]]) { o[i] = g * 10 + q; }""")
+                  uint i [[thread_position_in_grid]]) { o[i] = g * 10 + q; }
+    kernel void counts(device uint* o, uint sg [[dispatch_simdgroups_per_threadgroup]],
+                       ushort qg [[quadgroups_per_threadgroup]], uint dqg [[dispatch_quadgroups_per_threadgroup]],
+                       uint i [[thread_position_in_grid]]) { o[i] = sg * 10000 + qg * 100 + dqg; }""")
     o = bronze.zeros(8, dtype=bronze.uint32)
     lib.f(o, group_size=8)
     assert o.numpy().tolist() == [0, 1, 2, 3, 10, 11, 12, 13]
+    c = bronze.zeros(70, dtype=bronze.uint32)
+    lib.counts(c, group_size=40)  # groups of 40 (2 simdgroups, 10 quadgroups), the last one of 30 (8 quadgroups)
+    got = c.numpy().tolist()
+    assert got[:40] == [2 * 10000 + 10 * 100 + 10] * 40
+    assert got[40:] == [2 * 10000 + 8 * 100 + 10] * 30
 
 
 # What Apple's compiler refuses, refused at the line it names (1-based, in
