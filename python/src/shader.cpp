@@ -107,7 +107,9 @@ std::vector<std::uint8_t> pack_list(nb::handle seq, const KernelParam& p, const 
 bool read_only_array(nb::handle h) {
   if (PyObject_CheckBuffer(h.ptr())) {
     Py_buffer view;
-    if (PyObject_GetBuffer(h.ptr(), &view, PyBUF_WRITABLE) == 0) {
+    // With strides: a writable view that is not contiguous is writable
+    // (the launch then says it is not contiguous), not read-only.
+    if (PyObject_GetBuffer(h.ptr(), &view, PyBUF_WRITABLE | PyBUF_STRIDES) == 0) {
       PyBuffer_Release(&view);
       return false;
     }
@@ -209,7 +211,12 @@ class ArgCasts {
       for (auto [k, c] : nb::cast<nb::dict>(v)) {
         if (!PyLong_Check(k.ptr()) || !PyUnicode_Check(c.ptr()))
           throw TypeError("arg_casts maps argument indices (int) to cast names (str)");
-        by_index_.emplace_back(nb::cast<std::size_t>(k), metal_type(nb::cast<std::string>(c)));
+        const long long index = PyLong_AsLongLong(k.ptr());
+        if (index < 0 || index > 30) {  // 2**70 overflows: -1 with an error set
+          PyErr_Clear();
+          throw ValueError("arg_casts: an argument index is 0 to 30, got " + nb::cast<std::string>(nb::str(k)));
+        }
+        by_index_.emplace_back(static_cast<std::size_t>(index), metal_type(nb::cast<std::string>(c)));
       }
     } else {
       throw TypeError(std::string("arg_casts must be a str or a dict, got ") + Py_TYPE(v.ptr())->tp_name);
@@ -264,6 +271,9 @@ void bind_shader(nb::module_& m) {
   // Compiles run without the GIL; a warning takes it to reach `warnings`.
   // Where warnings are errors, the message still reaches stderr rather than
   // failing a compile that worked.
+  // The cache folder is fixed now: a relative BRONZE_CACHE_DIR is where the
+  // process imported bronze, whatever it chdirs to later.
+  jit::DiskCache::instance();
   jit::set_warning_handler([](const std::string& msg) {
     nb::gil_scoped_acquire g;
     if (PyErr_WarnEx(PyExc_RuntimeWarning, msg.c_str(), 1) != 0) {

@@ -136,6 +136,10 @@ DiskCache::DiskCache() {
     status_ = "off: no BRONZE_CACHE_DIR, XDG_CACHE_HOME or HOME";
     return;
   }
+  if (dir[0] != '/') {  // fixed once (Python: at import), not moved by a later chdir
+    char cwd[4096];
+    if (::getcwd(cwd, sizeof cwd)) dir = std::string(cwd) + "/" + dir;
+  }
   if (!mkdirs(dir)) {
     status_ = "off: cannot create " + dir + ": " + std::strerror(errno);
     return;

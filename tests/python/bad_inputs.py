@@ -193,6 +193,8 @@ CASES = [
     ("lib.<name>", "a kernel template the source never instantiates", lambda: bronze.compile_shader("template <typename T>\nkernel void k(device T* x) {}\n").k, bronze.KernelNotFoundError, "instantiates none; add an instantiation"),
     ("lib.k(*args)", "wrong argument count", lambda: _lib().full(bronze.ones(4)), TypeError, "takes 2 arguments"),
     ("lib.k(*args)", "tensor of another dtype, validate=True (without: its bytes, one warning, as torch.mps)", lambda: bronze.compile_shader(SEED, validate=True).full(bronze.ones(4, dtype=bronze.float64), 1.0), TypeError, "got a tensor of float64 (validate=True refuses it"),
+    ("lib.k(arg_casts=)", "a negative index", lambda: _lib().full(bronze.ones(4), 1.0, arg_casts={-1: "fp16"}), ValueError, "an argument index is 0 to 30, got -1"),
+    ("lib.k(*args)", "a writable NumPy view that is not contiguous", lambda: _lib().full(np.zeros(8, np.float32)[::2], 1.0), ValueError, "is not contiguous"),
     ("lib.k(*args)", "number for a buffer", lambda: _lib().full(1.0, 1.0), bronze.KernelArgumentError, "is a buffer"),
     ("lib.k(*args)", "tensor smaller than its constant T&", lambda: _lib().full(bronze.ones(4), bronze.ones(1, dtype=bronze.float16)), ValueError, "takes 4 bytes; the tensor has 2"),
     ("lib.k(arg_casts=)", "unknown cast", lambda: _lib().full(bronze.ones(4), 1.0, arg_casts="fp8"), ValueError, "unsupported cast"),

@@ -194,3 +194,19 @@ def test_build_folders_of_killed_processes_are_removed_later(tmp_path):
     assert not killed_in_cache.exists() and not killed_in_tmp.exists()
     assert running.exists() and recent.exists()
     assert not [p for p in cache.iterdir() if p.name.startswith("bronze-build-") and p != running]
+
+
+def test_a_relative_cache_folder_is_where_the_process_started(tmp_path):
+    # N47: it stopped caching after os.chdir.
+    code = ("import bronze, os, json\n"
+            "os.chdir('sub')\n"
+            "bronze.compile_shader('kernel void k(device float* o) { o[0] = 1; }')\n"
+            "print(json.dumps(bronze.cache_info()))\n")
+    (tmp_path / "sub").mkdir()
+    env = dict(os.environ, BRONZE_CACHE_DIR="relcache")
+    env.pop("BRONZE_CACHE_DISABLE", None)
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         check=True, timeout=120)
+    info = json.loads(out.stdout.splitlines()[-1])
+    assert info["stores"] == 1 and info["dir"] == str(tmp_path / "relcache"), info
+    assert not (tmp_path / "sub" / "relcache").exists()
