@@ -76,7 +76,9 @@ std::string rewrite_for_cpu(const std::string& unit, const ParsedSource& ps, con
            "  auto bronze_body = [&](const bronze_rt::ids& id) { (void)id; (" + pk.callee + ")(" + args + "); };\n"
            "  bronze_rt::" + (pk.info.cooperative ? "run_groups_cooperative" : "run_groups") +
            "(L, g0, g1, bronze_body);\n}\n";
-    out += "extern \"C\" BRONZE_EXPORT const unsigned long long " + layout_symbol(k) + "[] = " +
+    // constexpr: the compiler evaluates the table (a slot it cannot
+    // evaluate is an error here, never code that runs when the module loads).
+    out += "extern \"C\" BRONZE_EXPORT constexpr unsigned long long " + layout_symbol(k) + "[] = " +
            layout_initializer(pk, k) + ";\n";
     std::string tg = "0";
     for (const std::string& e : pk.threadgroup_sizes) tg += " + " + e;

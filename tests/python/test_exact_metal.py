@@ -315,3 +315,18 @@ def test_function_constants_take_nan_and_infinities():
         o = bronze.zeros(1)
         bronze.compile_shader(lib_src, constants={0: value}).f(o)
         np.testing.assert_array_equal(o.numpy(), np.float32([value]))
+
+
+def test_a_removed_parameter_without_an_index_leaves_the_free_slots():
+    # Implicit slots with a function constant removing one between them (a
+    # slot of a removed parameter once ran off its table as the module loaded).
+    src = """
+    constant bool has_mask [[function_constant(0)]];
+    kernel void f(device float* o, device const float* mask [[function_constant(has_mask)]],
+                  constant float& v, uint i [[thread_position_in_grid]]) { o[i] = has_mask ? mask[i] * v : v; }
+    """
+    o = bronze.zeros(2)
+    bronze.compile_shader(src, constants={"has_mask": False}).f(o, 3.0)
+    assert o.numpy().tolist() == [3.0, 3.0]
+    bronze.compile_shader(src, constants={"has_mask": True}).f(o, bronze.full(2, 2.0), 3.0)
+    assert o.numpy().tolist() == [6.0, 6.0]

@@ -1383,16 +1383,20 @@ constexpr bool plan_taken(const plan_param (&p)[N], int kind, long long index, u
 // A present parameter's slot: its index, else (a binding) the first free
 // one after the implicit slots of the bindings before it, in declaration
 // order; -1 for a threadgroup buffer or other parameter given none.
+// (Every path returns within the array: the layout table's initializer
+// calls it for removed parameters too, and an expression that is not a
+// constant would initialize the table when the module loads.)
 template <unsigned long N> constexpr long long plan_slot(const plan_param (&p)[N], unsigned long i) {
   if (p[i].given) return p[i].index;
-  if (p[i].kind != plan_binding) return -1;
+  if (p[i].kind != plan_binding || !p[i].present) return -1;
   long long next = 0;
-  for (unsigned long j = 0;; ++j) {
+  for (unsigned long j = 0; j < i; ++j) {
     if (p[j].kind != plan_binding || !p[j].present || p[j].given) continue;
     while (plan_taken(p, plan_binding, next, N)) ++next;
-    if (j == i) return next;
     ++next;
   }
+  while (plan_taken(p, plan_binding, next, N)) ++next;
+  return next;
 }
 template <unsigned long N> constexpr bool plan_unique(const plan_param (&p)[N], unsigned long i) {
   return !p[i].present || !p[i].given || !plan_taken(p, p[i].kind, p[i].index, i);
