@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
@@ -119,12 +120,21 @@ int run(const std::vector<std::string>& argv, const std::string& log, const std:
   // Everything the child needs is ready before fork: after it, only
   // async-signal-safe calls until exec.
   const rlimit mem{static_cast<rlim_t>(lim.memory), static_cast<rlim_t>(lim.memory)};
+  // The time limit also as CPU seconds, which every process the compiler
+  // starts inherits: bounded even when this process dies and its deadline
+  // with it (the driver itself dies with its parent: PR_SET_PDEATHSIG).
+  const rlim_t cpu = static_cast<rlim_t>(std::min<unsigned long long>(lim.seconds, 1ull << 40)) + 1;
+  const rlimit cpu_limit{cpu, cpu + 1};
+  const pid_t parent = ::getpid();
   const char* out_path = out.empty() ? nullptr : out.c_str();
   pid_t pid = ::fork();
   if (pid < 0) throw Error("cannot start the compiler " + argv[0] + ": " + std::strerror(errno));
   if (pid == 0) {
     ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(126);  // the parent died before the line above
     ::setrlimit(RLIMIT_AS, &mem);
+    ::setrlimit(RLIMIT_CPU, &cpu_limit);
     int in = ::open("/dev/null", O_RDONLY);
     int err = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     int o = out_path ? ::open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600) : err;

@@ -468,3 +468,64 @@ def test_a_daemon_thread_waiting_at_interpreter_exit_ends_cleanly(wait):
     assert r.returncode == 0, r.stderr
     assert "finalized" in r.stdout
     assert "terminate called" not in r.stderr
+
+
+def _processes():
+    """(pid, ppid, pgid) of every process."""
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                out.append((int(d), int(fields[1]), int(fields[2])))
+            except OSError:
+                pass
+    return out
+
+
+def _cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return b"\0" + f.read()
+    except OSError:
+        return b""
+
+
+def test_a_compile_ends_when_the_process_that_started_it_is_killed(tmp_path):
+    # N06: the compiler outlived a killed process with no time limit. A
+    # compile that computes for minutes (constexpr loops under GCC's limits
+    # of iterations per loop and operations) is killed with
+    # its parent: the driver by PR_SET_PDEATHSIG, what it started by the time
+    # limit as CPU seconds, which they inherit.
+    spin = ("constexpr long spin() { long s = 0; for (long i = 0; i < 100000; ++i)\n"
+            "  for (long j = 0; j < 100000; ++j) s += (i ^ j) & 1; return s; }\n"
+            "static_assert(spin() > 0, \"\");\n"
+            "kernel void k(device float* o) { o[0] = 1; }\n")
+    code = "import bronze, sys\nbronze.compile_shader(sys.argv[1], device='cpu')\n"
+    env = dict(os.environ, BRONZE_COMPILE_TIMEOUT="3", BRONZE_CACHE_DIR=str(tmp_path / "cache"))
+    child = subprocess.Popen([sys.executable, "-c", code, spin], env=env)
+    try:
+        group = None
+        deadline = time.monotonic() + 120
+        while group is None and time.monotonic() < deadline:  # handshake: the build (-shared) runs
+            group = next((pg for pid, ppid, pg in _processes() if ppid == child.pid and pg == pid and
+                          b"\0-shared\0" in _cmdline(pid)), None)
+            time.sleep(0.05)
+        assert group is not None, "the compiler never started"
+        # Every process of the compile carries the limit (the driver's and
+        # what it started, as they inherit it), whoever waits for them.
+        for pid in [pid for pid, _, pg in _processes() if pg == group]:
+            try:
+                with open(f"/proc/{pid}/limits") as f:
+                    cpu = next(line for line in f if line.startswith("Max cpu time")).split()
+            except OSError:  # ended meanwhile
+                continue
+            assert cpu[3] == "4", cpu  # BRONZE_COMPILE_TIMEOUT + 1 s
+    finally:
+        child.kill()
+        child.wait()
+    deadline = time.monotonic() + 120  # CPU seconds on a loaded machine take longer
+    while any(pg == group for _, _, pg in _processes()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(pg == group for _, _, pg in _processes()), "compiler processes outlived their parent"
