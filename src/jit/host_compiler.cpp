@@ -269,28 +269,6 @@ int run_in_scratch(std::vector<std::string> argv, const std::pair<std::string, s
   return rc;
 }
 
-// The unqualified name of a function in a stack-usage line: Itanium-mangled
-// (Clang: _ZN10bronze_msl6helperEf -> helper) or as GCC writes it.
-std::string function_name(const std::string& f) {
-  if (f.rfind("_Z", 0) != 0) {
-    std::string n = f.substr(0, f.find('('));
-    n = n.substr(n.find_last_of(" :") == std::string::npos ? 0 : n.find_last_of(" :") + 1);
-    return n;
-  }
-  std::size_t i = 2;
-  bool nested = i < f.size() && f[i] == 'N';
-  if (nested) ++i;
-  std::string last;
-  while (i < f.size() && std::isdigit(static_cast<unsigned char>(f[i]))) {
-    std::size_t n = std::strtoul(f.c_str() + i, nullptr, 10);
-    while (i < f.size() && std::isdigit(static_cast<unsigned char>(f[i]))) ++i;
-    last = f.substr(i, n);
-    i += n;
-    if (!nested) break;
-  }
-  return last;
-}
-
 // Clang before 19 writes each -fstack-usage line with the unit's own file
 // name (kernel.cpp) but the line its #line directives give: the file is put
 // back from those directives (the one at that line whose text names the
@@ -578,6 +556,26 @@ BuildResult build_shared_object(const std::string& source,
     remove_tree(work, files);
     throw;
   }
+}
+
+std::string function_name(const std::string& f) {
+  if (f.rfind("_Z", 0) != 0) {
+    std::string n = f.substr(0, f.find('('));
+    n = n.substr(n.find_last_of(" :") == std::string::npos ? 0 : n.find_last_of(" :") + 1);
+    return n;
+  }
+  std::size_t i = 2;
+  bool nested = i < f.size() && f[i] == 'N';
+  if (nested) ++i;
+  std::string last;
+  while (i < f.size() && std::isdigit(static_cast<unsigned char>(f[i]))) {
+    std::size_t n = std::strtoul(f.c_str() + i, nullptr, 10);
+    while (i < f.size() && std::isdigit(static_cast<unsigned char>(f[i]))) ++i;
+    last = f.substr(i, n);
+    i += n;
+    if (!nested) break;
+  }
+  return last;
 }
 
 }  // namespace bronze::jit

@@ -58,6 +58,11 @@ struct CompilerProbe {
 };
 const CompilerProbe& probe_compiler(const std::string& path);
 
+// The unqualified name of a function symbol: Itanium-mangled
+// (_ZN10bronze_msl6helperEf -> helper) or as GCC writes it
+// (bronze_msl::helper(float) -> helper).
+std::string function_name(const std::string& symbol);
+
 struct PreprocessResult {
   bool ok = false;
   std::string output;       // the preprocessed text, with line markers

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "bronze/error.hpp"
+#include "jit/host_compiler.hpp"
 #include "runtime/shader_module.hpp"
 
 namespace bronze::shader {
@@ -219,22 +220,6 @@ std::string gcc_wording(std::string l) {
 
 namespace {
 // The function an Itanium-mangled name names, unqualified:
-// _ZN10bronze_msl6helperEf -> helper.
-std::string mangled_function(const std::string& m) {
-  if (m.rfind("_Z", 0) != 0) return m;
-  std::size_t i = 2;
-  bool nested = i < m.size() && m[i] == 'N';
-  if (nested) ++i;
-  std::string last;
-  while (i < m.size() && std::isdigit(static_cast<unsigned char>(m[i]))) {
-    std::size_t n = std::strtoul(m.c_str() + i, nullptr, 10);
-    while (i < m.size() && std::isdigit(static_cast<unsigned char>(m[i]))) ++i;
-    last = m.substr(i, n);
-    i += n;
-    if (!nested) break;
-  }
-  return last;
-}
 }  // namespace
 
 [[noreturn]] void raise_build_error(const std::string& diag, const ParsedSource& ps,
@@ -247,8 +232,7 @@ std::string mangled_function(const std::string& m) {
     if (at == std::string::npos) continue;
     std::size_t b = at + std::char_traits<char>::length(marker);
     symbol = diag.substr(b, diag.find('\'', b) - b);
-    name = symbol.rfind("_Z", 0) == 0 ? mangled_function(symbol) : symbol.substr(0, symbol.find('('));
-    if (name.rfind("::") != std::string::npos) name = name.substr(name.rfind("::") + 2);
+    name = jit::function_name(symbol);
   }
   if (!name.empty()) {
     const auto& t = ps.tokens;
