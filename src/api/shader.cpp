@@ -9,6 +9,7 @@
 #include <cstring>
 #include <exception>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <mutex>
 #include <thread>
@@ -513,31 +514,50 @@ Library compile_shader(const std::string& source, const CompileOptions& options)
   for (const auto& [name, value] : options.constants) key += name + '\0' + value + '\0';
   key += options.math_mode + '\0';
   key += source;
+  // Compiles of one key in flight: a second caller waits for the first's
+  // result (or its error) rather than running the same compilers again.
+  static std::unordered_map<std::string, std::shared_future<std::shared_ptr<detail::LibraryImpl>>> building;
+  std::promise<std::shared_ptr<detail::LibraryImpl>> mine;
   {
-    std::lock_guard<std::mutex> g(mu);
+    std::unique_lock<std::mutex> g(mu);
     auto it = hot.find(key);
     if (it != hot.end() && std::all_of(it->second.disk_files.begin(), it->second.disk_files.end(),
                                        [](const shader::DiskFile& f) { return f.unchanged(); }))
       return Library(it->second.lib);
-  }
-  // Outside the lock: compiles can run in parallel.
-  HotEntry e;
-  if (options.language == "cuda") {
-    e.lib = build_cuda_source(d, source, source_name(options));
-  } else {
-    shader::TranslationUnit tu = shader::preprocess(source, source_options(options));
-    e.disk_files = tu.disk_files;
-    if (options.device) {
-      e.lib = build_unit(d, tu, options.validate);
-    } else {  // built here now (errors surface at compile time), elsewhere on first use
-      e.family = std::make_shared<detail::LibraryFamily>();
-      e.family->unit = std::move(tu);
-      e.family->validate = options.validate;
-      e.lib = build_for(e.family, d);
+    if (auto b = building.find(key); b != building.end()) {
+      auto pending = b->second;
+      g.unlock();
+      return Library(pending.get());
     }
+    building.emplace(key, mine.get_future().share());
+  }
+  // Outside the lock: compiles of other sources run in parallel.
+  HotEntry e;
+  try {
+    if (options.language == "cuda") {
+      e.lib = build_cuda_source(d, source, source_name(options));
+    } else {
+      shader::TranslationUnit tu = shader::preprocess(source, source_options(options));
+      e.disk_files = tu.disk_files;
+      if (options.device) {
+        e.lib = build_unit(d, tu, options.validate);
+      } else {  // built here now (errors surface at compile time), elsewhere on first use
+        e.family = std::make_shared<detail::LibraryFamily>();
+        e.family->unit = std::move(tu);
+        e.family->validate = options.validate;
+        e.lib = build_for(e.family, d);
+      }
+    }
+  } catch (...) {
+    std::lock_guard<std::mutex> g(mu);
+    mine.set_exception(std::current_exception());
+    building.erase(key);
+    throw;
   }
   std::lock_guard<std::mutex> g(mu);
   hot[key] = e;
+  mine.set_value(e.lib);
+  building.erase(key);
   return Library(e.lib);
 }
 

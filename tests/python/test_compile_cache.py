@@ -210,3 +210,48 @@ def test_a_relative_cache_folder_is_where_the_process_started(tmp_path):
     info = json.loads(out.stdout.splitlines()[-1])
     assert info["stores"] == 1 and info["dir"] == str(tmp_path / "relcache"), info
     assert not (tmp_path / "sub" / "relcache").exists()
+
+
+def test_threads_compiling_one_source_share_one_build():
+    # N48: 8 threads compiling one source ran 8 compilers.
+    import threading
+    import uuid
+    src = KERNEL % f"{uuid.uuid4().int % 100000}.0f"  # a source no cache has seen
+    before = bronze.cache_info()
+    start, libs, errors = threading.Barrier(8), [], []
+
+    def compile_it():
+        start.wait()
+        try:
+            libs.append(bronze.compile_shader(src))
+        except Exception as e:  # noqa: BLE001  (reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=compile_it) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(libs) == 8
+    after = bronze.cache_info()
+    if after["enabled"]:
+        assert after["misses"] - before["misses"] == 1 and after["stores"] - before["stores"] <= 1
+
+
+def test_a_failed_compile_fails_every_thread_waiting_for_it():
+    import threading
+    start, errors = threading.Barrier(4), []
+
+    def compile_it():
+        start.wait()
+        try:
+            bronze.compile_shader("kernel void f(device float* o) { o[0] = undefined_name_48; }")
+        except bronze.ShaderCompileError as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=compile_it) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(errors) == 4 and all("undefined_name_48" in str(e) for e in errors)
