@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <iterator>
@@ -147,7 +148,9 @@ int run(const std::vector<std::string>& argv, const std::string& log, const std:
   }
   // Waits with the deadline: a pidfd to poll where the kernel has one,
   // else short sleeps.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(lim.seconds);
+  // (At most 2^32 s, about 136 years: a larger limit would overflow the clock.)
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(std::min<unsigned long long>(lim.seconds, 1ull << 32));
   int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
   int status = 0;
   bool timed_out = false;
@@ -192,7 +195,10 @@ unsigned long long env_size(const char* var, unsigned long long fallback) {
   const char* v = std::getenv(var);
   if (!v || !*v) return fallback;
   char* end = nullptr;
-  unsigned long long n = std::strtoull(v, &end, 10);
+  errno = 0;
+  // Digits first: strtoull would take "-1" (as 2^64 - 1) and leading spaces.
+  unsigned long long n = std::isdigit(static_cast<unsigned char>(v[0])) ? std::strtoull(v, &end, 10) : 0;
+  if (errno == ERANGE) n = 0;
   std::string unit = end ? end : "";
   if (!unit.empty() && unit.back() == 'B') unit.pop_back();
   if (!unit.empty() && unit.back() == 'i') unit.pop_back();
@@ -261,6 +267,9 @@ int run_in_scratch(std::vector<std::string> argv, const std::pair<std::string, s
       rc = 1;
       log = std::string("it exited successfully but wrote no shared object (") + elf + " is not an ELF file)\n" + log;
     }
+  } catch (const ValueError&) {  // a bad $BRONZE_COMPILE_* value: the user's to fix, not the compiler's fault
+    jit::remove_tree(work);
+    throw;
   } catch (const std::exception& e) {
     log = e.what();
     rc = -1;

@@ -255,3 +255,19 @@ def test_a_failed_compile_fails_every_thread_waiting_for_it():
     for t in threads:
         t.join()
     assert len(errors) == 4 and all("undefined_name_48" in str(e) for e in errors)
+
+
+@pytest.mark.parametrize("value, works", [("-1", False), ("1e3", False), (" 5", False), ("99999999999999999999", False),
+                                          ("99999999999999999", True), ("1T", True)])
+def test_the_compile_time_limit_from_the_environment(value, works):
+    # N30: -1, huge values and 1T made every compile fail at once ("past its
+    # time limit of 18446744073709551615 s"); a bad value is an error naming it.
+    code = ("import bronze\n"
+            "try:\n    bronze.compile_shader('kernel void k(device float* o) { o[0] = 3; }', device='cpu'); print('ok')\n"
+            "except Exception as e:\n    print(type(e).__name__, e)\n")
+    env = dict(os.environ, BRONZE_COMPILE_TIMEOUT=value, BRONZE_CACHE_DISABLE="1")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120).stdout
+    if works:
+        assert out.strip() == "ok", out
+    else:
+        assert "BRONZE_COMPILE_TIMEOUT" in out and "ValueError" in out, out
