@@ -10,7 +10,10 @@
 namespace bronze::shader {
 namespace {
 constexpr char kMagic[4] = {'B', 'R', 'Z', 'L'};
-constexpr std::uint32_t kVersion = 1;
+// 2: objects whose layout tables give every parameter's slot (rewrite.hpp).
+// A version-1 file still loads: its objects are dropped and its source is
+// built again.
+constexpr std::uint32_t kVersion = 2, kOldestVersion = 1;
 enum Kind : std::uint32_t { kSource = 1, kFilename = 2, kObject = 3 };
 
 void put32(std::vector<std::uint8_t>& o, std::uint32_t v) {
@@ -71,9 +74,9 @@ LibraryFile decode_library(const std::uint8_t* data, std::size_t size) {
   Reader r{data, size};
   r.pos = 4;
   std::uint64_t version = r.get(4, "the version");
-  if (version != kVersion)
+  if (version < kOldestVersion || version > kVersion)
     throw ValueError("unsupported .bronzelib version " + std::to_string(version) + " (this bronze reads " +
-                     std::to_string(kVersion) + ")");
+                     std::to_string(kOldestVersion) + " to " + std::to_string(kVersion) + ")");
   std::uint64_t count = r.get(4, "the section count");
   LibraryFile f;
   bool have_source = false;
@@ -98,7 +101,7 @@ LibraryFile decode_library(const std::uint8_t* data, std::size_t size) {
       have_source = true;
     } else if (kind == kFilename) {
       f.filename.assign(reinterpret_cast<const char*>(body), len);
-    } else if (kind == kObject) {
+    } else if (kind == kObject && version == kVersion) {
       f.objects.emplace_back(name, std::vector<std::uint8_t>(body, body + len));
     }  // unknown kinds: from a newer writer, skipped
   }

@@ -1286,6 +1286,21 @@ def test_load_metallib_round_trip(tmp_path):
     assert main(["compile", str(bad)]) == 1
 
 
+def test_a_library_of_the_previous_format_builds_its_source_again():
+    # Version 1's objects have the older layout table (two words a binding):
+    # dropped, the source it carries built here.
+    data = bytearray(bronze.compile_library(SEED))
+    assert data[4:8] == (2).to_bytes(4, "little")
+    data[4:8] = (1).to_bytes(4, "little")
+    lib = bronze.load_metallib(bytes(data))
+    x = bronze.empty(2)
+    lib.full(x, 2.5)
+    assert x.numpy().tolist() == [2.5, 2.5]
+    data[4:8] = (3).to_bytes(4, "little")
+    with pytest.raises(ValueError, match="version 3"):
+        bronze.load_metallib(bytes(data))
+
+
 @cpu_only
 def test_library_for_another_host_rebuilds_from_source():
     data = bronze.compile_library(SEED)
