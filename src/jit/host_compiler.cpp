@@ -53,11 +53,6 @@ void write_file(const std::string& path, const std::string& data) {
   if (!f.flush()) throw Error("cannot write " + path);
 }
 
-void remove_tree(const std::string& dir, const std::vector<std::string>& names) {
-  for (const auto& n : names) ::unlink((dir + "/" + n).c_str());
-  ::rmdir(dir.c_str());
-}
-
 std::string read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   std::stringstream ss;
@@ -536,7 +531,7 @@ BuildResult build_shared_object(const std::string& source,
     if (rc == 0 && !is_elf(work + "/kernel.so")) rc = 1;
     if (rc != 0) {
       r.diagnostics = read_file(work + "/compiler.log");
-      remove_tree(work, files);
+      jit::remove_tree(work);  // with what a failed link left (kernel.so-kernel.su)
       // A compiler that cannot build even a small unit says so, rather than
       // through every kernel's messages (Clang 14 has no _Float16, `cpp`
       // builds nothing).
@@ -553,7 +548,7 @@ BuildResult build_shared_object(const std::string& source,
     }
     std::string stored = cache.store(k, ".so", work + "/kernel.so");
     if (stored != work + "/kernel.so") {
-      remove_tree(work, files);
+      jit::remove_tree(work);
     } else {
       // Not cached: the object stays in its private directory (it is loaded).
       files.erase(files.begin() + 1);
@@ -562,7 +557,7 @@ BuildResult build_shared_object(const std::string& source,
     r.so_path = stored;
     return r;
   } catch (...) {
-    remove_tree(work, files);
+    jit::remove_tree(work);
     throw;
   }
 }

@@ -271,3 +271,22 @@ def test_the_compile_time_limit_from_the_environment(value, works):
         assert out.strip() == "ok", out
     else:
         assert "BRONZE_COMPILE_TIMEOUT" in out and "ValueError" in out, out
+
+
+def test_a_failed_build_leaves_no_build_folder(tmp_path):
+    # N32: a failed link left bronze-build-PID-* (with the compiler's .su
+    # report) in the cache for the life of the process.
+    code = ("import bronze, os, sys\n"
+            "for k in range(3):\n"
+            "    try:\n"
+            "        bronze.compile_shader('float helper%d(float);\\n"
+            "kernel void f(device float* o) { o[0] = helper%d(1.0f); }' % (k, k), device='cpu')\n"
+            "    except bronze.ShaderCompileError:\n"
+            "        pass\n"
+            "print(sorted(n for n in os.listdir(sys.argv[1]) if n.startswith('bronze-build-')))\n")
+    cache = tmp_path / "cache"
+    env = dict(os.environ, BRONZE_CACHE_DIR=str(cache))
+    env.pop("BRONZE_CACHE_DISABLE", None)
+    out = subprocess.run([sys.executable, "-c", code, str(cache)], env=env, capture_output=True, text=True,
+                         check=True, timeout=120).stdout
+    assert out.strip() == "[]", out
