@@ -53,8 +53,17 @@ def _compile(args):
 
     import bronze
 
-    with open(args.file, encoding="utf-8") as f:
-        source = f.read()
+    # A regular file, read as UTF-8: never a device (/dev/zero reads forever,
+    # /dev/stdin would name the output), a folder or another encoding.
+    try:
+        if not os.path.isfile(args.file):
+            raise OSError(f"not a regular file: {args.file}" if os.path.exists(args.file) else
+                          f"no such file: {args.file}")
+        with open(args.file, encoding="utf-8") as f:
+            source = f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        print(f"bronze compile: {e}", file=sys.stderr)
+        return 2
     out = args.output or os.path.splitext(args.file)[0] + ".bronzelib"
     defines = dict(d.split("=", 1) if "=" in d else (d, "1") for d in args.define)
     try:

@@ -6,9 +6,22 @@ a block to a capture file (`bronze capture show FILE` lists it).
 """
 
 import contextlib
+import os
 
 from . import _C
 from .errors import ProfilerError
+
+
+def _path(p, what):
+    """A file name as str: str, bytes or os.PathLike; never None (it would be
+    the file "None") and never with a NUL (the name would end there)."""
+    try:
+        name = os.fsdecode(os.fspath(p))
+    except TypeError:
+        raise TypeError(f"{what} is a file name (str or os.PathLike), got {type(p).__name__}") from None
+    if "\0" in name or not name:
+        raise ValueError(f"{what}: {name!r} is not a file name")
+    return name
 
 
 def start(mode="interval", wait_until_completed=False):
@@ -30,7 +43,7 @@ def stop(path=None):
     """
     if not _C._profiler_is_running() and not _C._profiler_has_unwritten_trace():
         raise ProfilerError("profiler is not running; call start() first")
-    return _C._profiler_stop("" if path is None else str(path))
+    return _C._profiler_stop("" if path is None else _path(path, "profiler.stop(path)"))
 
 
 def is_running():
@@ -60,7 +73,7 @@ def is_capturing_metal():
 @contextlib.contextmanager
 def metal_capture(fname):
     """Captures every command queued inside the block to the file fname."""
-    _C._capture_start(str(fname))
+    _C._capture_start(_path(fname, "metal_capture(fname)"))
     try:
         yield
     finally:

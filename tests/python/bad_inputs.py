@@ -5,6 +5,7 @@ regenerate the document with:  python tests/python/bad_inputs.py > docs/bad-inpu
 """
 
 import os
+import tempfile
 
 import numpy as np
 
@@ -34,6 +35,14 @@ def _run(src, *args, validate=False, **launch):
     lib = bronze.compile_shader(src, validate=validate)
     getattr(lib, lib.kernel_names[0])(*args, **launch)
     bronze.synchronize()
+
+
+def _profiler_stop_nul():
+    bronze.profiler.start()
+    try:
+        bronze.profiler.stop("/tmp/a\0b.json")
+    finally:  # still running after the refusal: stopped for real
+        os.remove(bronze.profiler.stop(os.path.join(tempfile.gettempdir(), f"bronze-nul-{os.getpid()}.json")))
 
 
 def _runaway():
@@ -229,6 +238,8 @@ CASES = [
     ("load_metallib(x, rebuild=r)", "a raw CUDA module", lambda: bronze.load_metallib(b"\x7fELF" + bytes(60), rebuild=True), ValueError, "carries no source"),
     ("profiler.start(mode)", "unknown mode", lambda: bronze.profiler.start("intervals"), bronze.ProfilerError, "invalid profiler mode"),
     ("profiler.start()", "already running", _profiler_twice, bronze.ProfilerError, "already running"),
+    ("profiler.stop(path)", "a name with a NUL", _profiler_stop_nul, ValueError, "is not a file name"),
+    ("metal_capture(fname)", "None", lambda: bronze.profiler.metal_capture(None).__enter__(), TypeError, "is a file name (str or os.PathLike), got NoneType"),
     ("profiler.stop()", "not running", lambda: bronze.profiler.stop(), bronze.ProfilerError, "not running"),
     ("profiler.stop(path)", "a path it cannot write", _profiler_unwritable, bronze.BronzeError, "cannot write the trace to '/nonexistent/trace.json'"),
     ("Event.elapsed_time(end)", "events not recorded", lambda: bronze.Event(enable_timing=True).elapsed_time(bronze.Event(enable_timing=True)), RuntimeError, "recorded first"),

@@ -1286,6 +1286,19 @@ def test_load_metallib_round_trip(tmp_path):
     assert main(["compile", str(bad)]) == 1
 
 
+@pytest.mark.parametrize("name", ["/dev/zero", "/dev/stdin", "/nonexistent.metal", "folder", "latin1.metal"])
+def test_bronze_compile_reads_regular_utf8_files_only(name, tmp_path, capsys):
+    # N49/N31: /dev/zero read forever, /dev/stdin wrote /dev/stdin.bronzelib,
+    # the others were tracebacks.
+    from bronze.__main__ import main
+
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "latin1.metal").write_bytes(b"\xff kernel void f() {}")
+    path = name if name.startswith("/") else str(tmp_path / name)
+    assert main(["compile", path]) == 2
+    assert capsys.readouterr().err.startswith("bronze compile: ")
+
+
 def test_a_library_of_the_previous_format_builds_its_source_again():
     # Version 1's objects have the older layout table (two words a binding):
     # dropped, the source it carries built here.
