@@ -212,26 +212,32 @@ def test_a_relative_cache_folder_is_where_the_process_started(tmp_path):
     assert not (tmp_path / "sub" / "relcache").exists()
 
 
-def test_threads_compiling_one_source_share_one_build():
-    # N48: 8 threads compiling one source ran 8 compilers.
+def compile_in_threads(n, src):
+    """compile_shader(src) in n threads released together: (libraries, errors)."""
     import threading
-    import uuid
-    src = KERNEL % f"{uuid.uuid4().int % 100000}.0f"  # a source no cache has seen
-    before = bronze.cache_info()
-    start, libs, errors = threading.Barrier(8), [], []
+    start, libs, errors = threading.Barrier(n), [], []
 
     def compile_it():
         start.wait()
         try:
             libs.append(bronze.compile_shader(src))
-        except Exception as e:  # noqa: BLE001  (reported below)
+        except Exception as e:  # noqa: BLE001  (the caller checks them)
             errors.append(e)
 
-    threads = [threading.Thread(target=compile_it) for _ in range(8)]
+    threads = [threading.Thread(target=compile_it) for _ in range(n)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    return libs, errors
+
+
+def test_threads_compiling_one_source_share_one_build():
+    # N48: 8 threads compiling one source ran 8 compilers.
+    import uuid
+    src = KERNEL % f"{uuid.uuid4().int % 100000}.0f"  # a source no cache has seen
+    before = bronze.cache_info()
+    libs, errors = compile_in_threads(8, src)
     assert not errors and len(libs) == 8
     after = bronze.cache_info()
     if after["enabled"]:
@@ -239,22 +245,9 @@ def test_threads_compiling_one_source_share_one_build():
 
 
 def test_a_failed_compile_fails_every_thread_waiting_for_it():
-    import threading
-    start, errors = threading.Barrier(4), []
-
-    def compile_it():
-        start.wait()
-        try:
-            bronze.compile_shader("kernel void f(device float* o) { o[0] = undefined_name_48; }")
-        except bronze.ShaderCompileError as e:
-            errors.append(e)
-
-    threads = [threading.Thread(target=compile_it) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert len(errors) == 4 and all("undefined_name_48" in str(e) for e in errors)
+    libs, errors = compile_in_threads(4, "kernel void f(device float* o) { o[0] = undefined_name_48; }")
+    assert not libs and len(errors) == 4
+    assert all(isinstance(e, bronze.ShaderCompileError) and "undefined_name_48" in str(e) for e in errors)
 
 
 @pytest.mark.parametrize("value, works", [("-1", False), ("1e3", False), (" 5", False), ("99999999999999999999", False),
