@@ -814,10 +814,7 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
           std::vector<std::uint8_t> bytes(t->nbytes());
           t->copy_to_host(bytes.data());
           bytes.resize(p.size ? p.size : bytes.size());
-          std::size_t off = (l.inline_bytes.size() + 15) & ~std::size_t(15);
-          l.inline_bytes.resize(off + bytes.size());
-          std::memcpy(l.inline_bytes.data() + off, bytes.data(), bytes.size());
-          l.args[i].inline_offset = off;
+          l.args[i].inline_offset = l.add_inline(bytes.data(), bytes.size());
           l.args[i].bytes = bytes.size();
           l.args[i].by_value = true;
           continue;
@@ -853,11 +850,7 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
                          std::to_string(bytes.size()));
       l.args[i].by_value = p.by_value;
     }
-    // 16-byte alignment for every inline value (vectors, structs).
-    std::size_t off = (l.inline_bytes.size() + 15) & ~std::size_t(15);
-    l.inline_bytes.resize(off + bytes.size());
-    std::memcpy(l.inline_bytes.data() + off, bytes.data(), bytes.size());
-    l.args[i].inline_offset = off;
+    l.args[i].inline_offset = l.add_inline(bytes.data(), bytes.size());
     l.args[i].bytes = bytes.size();
   }
 
@@ -912,9 +905,7 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
     for (std::size_t b = 0; b < l.args.size(); ++b) entry[order.position[b]] = l.args[b];
     for (const auto& [position, bytes] : order.absent) {
       if (!bytes) continue;  // a pointer: null
-      std::size_t off = (l.inline_bytes.size() + 15) & ~std::size_t(15);
-      l.inline_bytes.resize(off + bytes);
-      entry[position].inline_offset = off;
+      entry[position].inline_offset = l.add_inline(nullptr, bytes);
       entry[position].bytes = bytes;
       entry[position].by_value = true;
     }

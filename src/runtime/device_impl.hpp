@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -62,6 +63,14 @@ struct KernelLaunch {
   };
   std::vector<Arg> args;
   std::vector<std::uint8_t> inline_bytes;
+  // Appends n bytes (zeros where data is null) to inline_bytes, 16-byte
+  // aligned for vectors and structs; returns their offset.
+  std::size_t add_inline(const void* data, std::size_t n) {
+    const std::size_t off = (inline_bytes.size() + 15) & ~std::size_t(15);
+    inline_bytes.resize(off + n);
+    if (data && n) std::memcpy(inline_bytes.data() + off, data, n);
+    return off;
+  }
   std::uint32_t grid[3] = {1, 1, 1};
   std::uint32_t group[3] = {1, 1, 1};
   // Threadgroups along d, the last one partial (in 64 bits: a grid near
