@@ -21,17 +21,18 @@
 #include "jit/disk_cache.hpp"
 #include "jit/sha256.hpp"
 #include "jit/warnings.hpp"
+#include "backends/cuda/cuda_signatures.hpp"
+#include "backends/cuda/gpu_image.hpp"
+#include "backends/shader_backend.hpp"
 #include "runtime/capture.hpp"
 #include "runtime/device_impl.hpp"
 #include "runtime/json_util.hpp"
 #include "api/library_impl.hpp"
 #include "runtime/shader_module.hpp"
 #include "shader/bronzelib.hpp"
-#include "shader/cuda_signatures.hpp"
 #include "shader/diagnostics.hpp"
-#include "shader/gpu_image.hpp"
-#include "shader/parser.hpp"
 #include "shader/module_source.hpp"
+#include "shader/parser.hpp"
 #include "shader/rewrite.hpp"
 #include "shader/types.hpp"
 #include "tensor/storage.hpp"
@@ -203,7 +204,7 @@ std::pair<std::size_t, std::size_t> part_range(std::size_t p, std::size_t n, Ker
 // arrays are over CUDA's static shared memory is built again with them
 // carved from dynamic shared memory (`carve` says so, and builds its PTX
 // the same way).
-std::vector<runtime::ModuleObject> build_module(const runtime::ShaderBackend& backend,
+std::vector<runtime::ModuleObject> build_module(const backends::ShaderBackend& backend,
                                                 const shader::TranslationUnit& tu, const shader::ParsedSource& ps,
                                                 bool validate, int arch = 0, bool ptx = false, bool* carve = nullptr,
                                                 KernelRange kernels = {}) {
@@ -216,7 +217,7 @@ std::vector<runtime::ModuleObject> build_module(const runtime::ShaderBackend& ba
     options.checked_buffers = checked;
     options.carve_threadgroup = carved;
     std::tie(options.first_kernel, options.last_kernel) = part_range(p, n, kernels);
-    runtime::ModuleSource src = shader::module_source(backend.target, tu, ps, options);
+    runtime::ModuleSource src = shader::module_source(tu, ps, options, backend.generate(tu.text, ps, options));
     src.gpu_arch = arch;
     src.ptx = ptx;
     return backend.build(src);
@@ -324,7 +325,7 @@ std::shared_ptr<detail::LibraryImpl> build_unit(const Device& d, const shader::T
     kernels.first = static_cast<std::size_t>(k - ps.kernels.begin());
     kernels.last = kernels.first + 1;
   }
-  const runtime::ShaderBackend& backend = runtime::shader_backend(d.type);
+  const backends::ShaderBackend& backend = backends::shader_backend(d.type);
   auto objects = build_module(backend, tu, ps, validate, runtime::device_impl(d).gpu_arch(), false, nullptr, kernels);
   auto lib = load_unit(d, tu.text, ps, objects, kernels);
   lib->validate = validate;
@@ -346,9 +347,10 @@ const detail::LibraryImpl::Aliased& aliased_entry(detail::LibraryImpl& lib, std:
   options.restrict_read_only = false;
   options.carve_threadgroup = lib.carved_tg_bytes[k] > 0;
   options.first_kernel = unit_k, options.last_kernel = unit_k + 1;
-  runtime::ModuleSource src = shader::module_source(runtime::shader_backend(lib.device.type).target, tu, ps, options);
+  const backends::ShaderBackend& backend = backends::shader_backend(lib.device.type);
+  runtime::ModuleSource src = shader::module_source(tu, ps, options, backend.generate(tu.text, ps, options));
   src.gpu_arch = runtime::device_impl(lib.device).gpu_arch();
-  runtime::ModuleObject o = runtime::shader_backend(lib.device.type).build(src);
+  runtime::ModuleObject o = backend.build(src);
   if (!o.ok) shader::raise_build_error(o.diagnostics, ps, tu.files);
   std::vector<runtime::ModuleKernel> mk = {module_kernel(ps, unit_k)};
   runtime::device_impl(lib.device).load_module(o, mk);
@@ -380,21 +382,21 @@ std::shared_ptr<detail::LibraryImpl> load_bronzelib_cuda(const Device& d, const 
   int arch = runtime::device_impl(d).gpu_arch();
   std::vector<runtime::ModuleObject> objects = target_objects(f, cubin_target(arch));
   for (int a = arch; a > 0 && objects.empty(); --a) objects = target_objects(f, ptx_target(a));
-  if (objects.empty()) objects = build_module(runtime::shader_backend(d.type), tu, ps, false, arch);
+  if (objects.empty()) objects = build_module(backends::shader_backend(d.type), tu, ps, false, arch);
   return load_unit(d, tu.text, ps, objects);
 }
 
 // CUDA C++ source: its __global__ kernels, compiled and loaded on `device`.
 std::shared_ptr<detail::LibraryImpl> build_cuda_source(const Device& d, const std::string& src,
                                                        const std::string& filename) {
-  std::vector<shader::CudaKernel> kernels = shader::parse_cuda_kernels(src, filename);
+  std::vector<cuda::CudaKernel> kernels = cuda::parse_cuda_kernels(src, filename);
   runtime::ModuleSource ms;
   ms.code = src;
   ms.filename = filename;
   ms.gpu_arch = runtime::device_impl(d).gpu_arch();
-  for (const shader::CudaKernel& k : kernels)
+  for (const cuda::CudaKernel& k : kernels)
     if (!k.extern_c) ms.name_expressions.push_back("&" + k.info.name);
-  runtime::ModuleObject o = runtime::shader_backend(d.type).build(ms);
+  runtime::ModuleObject o = backends::shader_backend(d.type).build(ms);
   if (!o.ok) shader::raise_compile_error(o.diagnostics, {{filename, src}});
   std::vector<runtime::ModuleKernel> mk(kernels.size());
   for (std::size_t k = 0, lowered = 0; k < kernels.size(); ++k)
@@ -421,11 +423,11 @@ std::shared_ptr<detail::LibraryImpl> build_cuda_source(const Device& d, const st
 // caller's CUDA declarations or, for PTX, its .entry directives.
 std::shared_ptr<detail::LibraryImpl> load_gpu_image(const Device& d, const std::vector<std::uint8_t>& bytes,
                                                     const std::string& signatures) {
-  std::vector<shader::CudaKernel> kernels;
+  std::vector<cuda::CudaKernel> kernels;
   if (!signatures.empty()) {
-    kernels = shader::parse_cuda_kernels(signatures, "signatures");
-  } else if (shader::is_ptx(bytes.data(), bytes.size())) {
-    kernels = shader::parse_ptx_entries(std::string(bytes.begin(), bytes.end()));
+    kernels = cuda::parse_cuda_kernels(signatures, "signatures");
+  } else if (cuda::is_ptx(bytes.data(), bytes.size())) {
+    kernels = cuda::parse_ptx_entries(std::string(bytes.begin(), bytes.end()));
   } else {
     throw ValueError("a cubin or fatbin does not say its kernels' parameter types: pass signatures= with their "
                      "CUDA declarations, e.g. '__global__ void k(float* y, float a);'");
@@ -578,21 +580,21 @@ std::vector<std::uint8_t> compile_library(const std::string& source, const Compi
   auto add = [&f](const std::string& target, const std::vector<char>& bytes) {
     f.objects.emplace_back(target, std::vector<std::uint8_t>(bytes.begin(), bytes.end()));
   };
-  const runtime::ShaderBackend& cpu = runtime::shader_backend(DeviceType::CPU);
-  for (const runtime::ModuleObject& o : build_module(cpu, tu, ps, false))
+  const backends::ShaderBackend& cpu_backend = backends::shader_backend(DeviceType::CPU);
+  for (const runtime::ModuleObject& o : build_module(cpu_backend, tu, ps, false))
     f.objects.emplace_back(shader::host_cpu_target(), read_binary(o.path));
   std::vector<int> archs = options.cuda_archs;
   if (options.device && options.device->type == DeviceType::CUDA)
     archs.push_back(runtime::device_impl(*options.device).gpu_arch());
   std::sort(archs.begin(), archs.end());
   archs.erase(std::unique(archs.begin(), archs.end()), archs.end());
-  const runtime::ShaderBackend& cuda = runtime::shader_backend(DeviceType::CUDA);  // NVRTC, no GPU needed
+  const backends::ShaderBackend& cuda_backend = backends::shader_backend(DeviceType::CUDA);  // NVRTC, no GPU needed
   bool carve = false;  // once one architecture needs it, every object carves (ptxas never sees the PTX)
   for (int arch : archs)
-    for (const runtime::ModuleObject& o : build_module(cuda, tu, ps, false, arch, false, &carve))
+    for (const runtime::ModuleObject& o : build_module(cuda_backend, tu, ps, false, arch, false, &carve))
       add(cubin_target(arch), o.image);
   if (!archs.empty())  // PTX for the oldest: newer GPUs without a cubin here JIT it
-    for (const runtime::ModuleObject& o : build_module(cuda, tu, ps, false, archs.front(), true, &carve))
+    for (const runtime::ModuleObject& o : build_module(cuda_backend, tu, ps, false, archs.front(), true, &carve))
       add(ptx_target(archs.front()), o.image);
   return shader::encode_library(f);
 }
@@ -600,7 +602,7 @@ std::vector<std::uint8_t> compile_library(const std::string& source, const Compi
 Library load_metallib(const std::vector<std::uint8_t>& bytes, std::optional<Device> device,
                       const std::string& signatures, bool rebuild) {
   Device d = runtime::resolve(device);
-  if (shader::is_gpu_image(bytes.data(), bytes.size())) {
+  if (cuda::is_gpu_image(bytes.data(), bytes.size())) {
     if (rebuild)
       throw ValueError("rebuild=True: a raw CUDA module (cubin, PTX or fatbin) carries no source to build from");
     if (d.type != DeviceType::CUDA)
@@ -612,7 +614,7 @@ Library load_metallib(const std::vector<std::uint8_t>& bytes, std::optional<Devi
   tu.text = f.source;
   shader::ParsedSource ps = shader::parse(tu.text, f.filename);
   if (rebuild)
-    return Library(load_unit(d, tu.text, ps, build_module(runtime::shader_backend(d.type), tu, ps, false,
+    return Library(load_unit(d, tu.text, ps, build_module(backends::shader_backend(d.type), tu, ps, false,
                                                           runtime::device_impl(d).gpu_arch())));
   if (d.type == DeviceType::CUDA) return Library(load_bronzelib_cuda(d, f, tu, ps));
   std::vector<runtime::ModuleObject> objects;
@@ -622,7 +624,7 @@ Library load_metallib(const std::vector<std::uint8_t>& bytes, std::optional<Devi
       objects.back().path = cache_object(object, ".so");
     }
   // No object for this host: build one from the library's unit.
-  if (objects.empty()) objects = build_module(runtime::shader_backend(d.type), tu, ps, false);
+  if (objects.empty()) objects = build_module(backends::shader_backend(d.type), tu, ps, false);
   return Library(load_unit(d, tu.text, ps, objects));
 }
 

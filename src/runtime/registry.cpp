@@ -7,9 +7,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_device.hpp"
-#include "backends/cpu/cpu_module.hpp"
 #include "backends/cuda/cuda_device.hpp"
-#include "backends/cuda/cuda_module.hpp"
 #include "backends/cuda/driver_api.hpp"
 #include "bronze/error.hpp"
 #include "runtime/device_impl.hpp"
@@ -81,12 +79,6 @@ const char* binary_op_name(BinaryOp op) {
     case BinaryOp::RDiv: return "rdiv";
   }
   return "binary";
-}
-
-const ShaderBackend& shader_backend(DeviceType type) {
-  static const ShaderBackend cpu_backend{ShaderTarget::HostCpp, &cpu::build_module};
-  static const ShaderBackend cuda_backend{ShaderTarget::CudaCpp, &cuda::build_module};
-  return type == DeviceType::CUDA ? cuda_backend : cpu_backend;
 }
 
 DeviceImpl& device_impl(const Device& d) {

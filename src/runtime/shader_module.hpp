@@ -1,8 +1,9 @@
 // The door between the shader front end and the backends: a backend builds
 // a module from a generated translation unit with its own toolchain (the
 // host compiler on the CPU, NVRTC on CUDA) and loads it (dlopen,
-// cuModuleLoadData). The front end knows no backend and the backends know no
-// Metal: what passes between them is code, headers and symbols.
+// cuModuleLoadData). The front end knows no backend; a backend's module door
+// knows no Metal (its code generator, backends/*/metal, does): what passes
+// through it is code, headers and symbols.
 #pragma once
 
 #include <cstddef>
@@ -20,12 +21,6 @@ namespace bronze::runtime {
 // CUDA's limit on a thread's local memory, so a kernel that builds on the
 // CPU fits on CUDA too.
 constexpr std::size_t kMaxPrivateBytes = 512 * 1024;
-
-// The language a backend compiles generated kernels in.
-enum class ShaderTarget {
-  HostCpp,  // C++17 for the host compiler; entries per launch_abi.h's bronze_cpu_entry
-  CudaCpp,  // CUDA C++ for NVRTC; entries take a bronze_gpu_launch first
-};
 
 enum class MathMode { Safe, Relaxed, Fast };
 
@@ -76,13 +71,5 @@ struct ModuleKernel {
   std::vector<std::uint64_t> table;      // out: the table's words
   std::vector<std::size_t> param_sizes;  // out: each parameter's bytes, where the driver tells
 };
-
-// What a backend offers for shaders, available without a device (CUDA
-// builds need NVRTC, not a GPU). Loading is the device's (DeviceImpl).
-struct ShaderBackend {
-  ShaderTarget target;
-  ModuleObject (*build)(const ModuleSource&);
-};
-const ShaderBackend& shader_backend(DeviceType type);
 
 }  // namespace bronze::runtime

@@ -1,18 +1,17 @@
 #include "shader/module_source.hpp"
 
+#include <utility>
+
 #include "runtime/embedded.hpp"
 #include "shader/diagnostics.hpp"
 #include "shader/metal_headers.hpp"
-#include "shader/rewrite_cpu.hpp"
-#include "shader/rewrite_cuda.hpp"
 
 namespace bronze::shader {
 
-runtime::ModuleSource module_source(runtime::ShaderTarget target, const TranslationUnit& unit,
-                                    const ParsedSource& ps, const RewriteOptions& options) {
+runtime::ModuleSource module_source(const TranslationUnit& unit, const ParsedSource& ps, const RewriteOptions& options,
+                                    std::string code) {
   runtime::ModuleSource m;
-  m.code = target == runtime::ShaderTarget::CudaCpp ? rewrite_for_cuda(unit.text, ps, options)
-                                                    : rewrite_for_cpu(unit.text, ps, options);
+  m.code = std::move(code);
   m.validate = options.validate;
   m.math_mode = ps.math_mode == "safe"      ? runtime::MathMode::Safe
                 : ps.math_mode == "relaxed" ? runtime::MathMode::Relaxed

@@ -1,5 +1,8 @@
-// The front end's output for a backend: what it builds for a Metal unit.
+// The front end's output for a backend: what a backend's code generator
+// (backends/*/metal/*_codegen.hpp) hands its compiler for a Metal unit.
 #pragma once
+
+#include <string>
 
 #include "runtime/shader_module.hpp"
 #include "shader/parser.hpp"
@@ -8,10 +11,10 @@
 
 namespace bronze::shader {
 
-// The generated code for the backend's target (rewrite_cpu.hpp,
-// rewrite_cuda.hpp), the emulation headers, and the stack check that maps
-// the compiler's report to the user's lines (`unit` must outlive the build).
-runtime::ModuleSource module_source(runtime::ShaderTarget target, const TranslationUnit& unit,
-                                    const ParsedSource& parsed, const RewriteOptions& options = {});
+// `code` (the generated unit) with the emulation headers, the unit's math
+// mode and the stack check that maps the compiler's report to the user's
+// lines (`unit` must outlive the build).
+runtime::ModuleSource module_source(const TranslationUnit& unit, const ParsedSource& parsed,
+                                    const RewriteOptions& options, std::string code);
 
 }  // namespace bronze::shader

@@ -200,8 +200,8 @@ std::string binding_plans(const ParsedSource& ps, const RewriteOptions& options)
   return out + "#line 1 \"bronze-entry\"\n";
 }
 
-std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderTarget target,
-                         const RewriteOptions& options) {
+std::string rewrite_body(const std::string& src, const ParsedSource& ps, const RewriteOptions& options,
+                         const TargetSpelling& spelling) {
   const bool wrap = options.wraps_buffers(), carve_threadgroup = options.carve_threadgroup;
   const auto& t = ps.tokens;
   std::vector<Edit> edits;
@@ -387,7 +387,7 @@ std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderT
       continue;
     }
     if (x == "kernel" || x == "device" || x == "thread" || x == "threadgroup_imageblock" ||
-        (x == "__extension__" && target == ShaderTarget::CudaCpp)) {  // GNU's, before ggml's anonymous unions: EDG refuses it there
+        (x == "__extension__" && spelling.drop_gnu_extension)) {
       // `device ::c10::x* p` (PyTorch's instantiations) is the address space; `device::x` a name.
       if (t[i + 1].text != "::" || t[i + 1].offset > tok.offset + tok.text.size()) blank(tok);
     } else if (x == "constant") {
@@ -423,7 +423,7 @@ std::string rewrite_body(const std::string& src, const ParsedSource& ps, ShaderT
         edits.push_back({t[v.end].offset, 0, "= bronze_rt::tg_carve<" + array + carved_before + ">() "});
         carved_before += ", " + array;
       } else {
-        edits.push_back({tok.offset, tok.text.size(), target == ShaderTarget::CudaCpp ? "__shared__" : "static thread_local"});
+        edits.push_back({tok.offset, tok.text.size(), spelling.threadgroup_storage});
       }
       // `threadgroup T x[N] = init;`: group storage takes no initializer, so
       // each thread stores the value where the declaration stands.

@@ -3,8 +3,8 @@
 // (same lines, and the same columns where the edit allows, so compiler
 // messages point into the user's files through the unit's #line
 // directives), half literals become casts, and threadgroup variables become
-// the target's per-group storage. rewrite_cpu and rewrite_cuda add the
-// entries that call the kernels.
+// the target's per-group storage. Each backend's code generator
+// (backends/*/metal/*_codegen.cpp) adds the entries that call the kernels.
 //
 // Entries never spell a parameter's type: they take it from the kernel
 // function's own type (bronze_rt::param_t<decltype(&kernel), i>), so the
@@ -18,12 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/shader_module.hpp"
 #include "shader/parser.hpp"
 
 namespace bronze::shader {
-
-using runtime::ShaderTarget;
 
 struct RewriteOptions {
   // CPU only: buffer pointer parameters become bounds-checked views
@@ -71,9 +68,16 @@ inline bool read_only_overlaps_written(const std::vector<BufferUse>& uses) {
   return false;
 }
 
-// The preprocessed unit, edited for `target`.
-std::string rewrite_body(const std::string& unit, const ParsedSource& parsed, ShaderTarget target,
-                         const RewriteOptions& options);
+// What the shared edits spell differently per target: each backend's code
+// generator gives its own.
+struct TargetSpelling {
+  const char* threadgroup_storage;  // a threadgroup variable's storage ("static thread_local", "__shared__")
+  bool drop_gnu_extension;          // `__extension__` before ggml's anonymous unions: NVRTC refuses it there
+};
+
+// The preprocessed unit, edited for a target.
+std::string rewrite_body(const std::string& unit, const ParsedSource& parsed, const RewriteOptions& options,
+                         const TargetSpelling& spelling);
 
 // Kernel k's names in the generated code: its function's type (a typedef
 // at namespace scope), its entry, and its layout table: per parameter, in

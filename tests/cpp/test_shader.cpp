@@ -12,7 +12,7 @@
 #include "shader/diagnostics.hpp"
 #include "shader/divergent_shuffles.hpp"
 #include "shader/parser.hpp"
-#include "shader/rewrite_cpu.hpp"
+#include "backends/cpu/metal/cpu_codegen.hpp"
 #include "shader/types.hpp"
 
 using bronze::ParamKind;
@@ -161,7 +161,7 @@ TEST(Rewrite, APartHasItsKernelsEntriesAndInstantiations) {
   bronze::shader::RewriteOptions second;
   second.first_kernel = 1;
   second.last_kernel = 2;
-  std::string all = bronze::shader::rewrite_for_cpu(src, ps), part = bronze::shader::rewrite_for_cpu(src, ps, second);
+  std::string all = bronze::cpu::generate(src, ps), part = bronze::cpu::generate(src, ps, second);
   auto has = [](const std::string& s, const std::string& x) { return s.find(x) != std::string::npos; };
   const std::string* names[] = {&ps.kernels[0].info.name, &ps.kernels[1].info.name, &ps.kernels[2].info.name};
   ASSERT_EQ(*names[0], "plain");  // a function kernel comes where it is defined
@@ -323,7 +323,7 @@ TEST(Parser, FuzzRegressionsDoNotCrash) {
     std::string src((std::istreambuf_iterator<char>(f)), {});
     try {
       auto ps = parse(src, "fuzz.metal");
-      (void)bronze::shader::rewrite_for_cpu(src, ps);
+      (void)bronze::cpu::generate(src, ps);
     } catch (const bronze::Error&) {
     }
   }

@@ -3,10 +3,12 @@
 // line, and the Metal -> CUDA translation compiled by NVRTC (where present).
 #include <gtest/gtest.h>
 
+#include "backends/cuda/cuda_signatures.hpp"
+#include "backends/cuda/gpu_image.hpp"
+#include "backends/cuda/metal/cuda_codegen.hpp"
 #include "backends/cuda/nvrtc.hpp"
+#include "backends/shader_backend.hpp"
 #include "bronze/error.hpp"
-#include "shader/cuda_signatures.hpp"
-#include "shader/gpu_image.hpp"
 #include "shader/diagnostics.hpp"
 #include "shader/parser.hpp"
 #include "shader/preprocess.hpp"
@@ -16,7 +18,7 @@
 namespace bs = bronze::shader;
 
 TEST(CudaSignatures, ReadsKernelParameters) {
-  auto k = bs::parse_cuda_kernels(R"(
+  auto k = bronze::cuda::parse_cuda_kernels(R"(
     struct P { float a; int b; };
     __device__ float helper(float x) { return x; }
     extern "C" __global__ void saxpy(float* __restrict__ y, const float* x, float a, unsigned int n) {}
@@ -46,8 +48,8 @@ TEST(CudaSignatures, ReadsKernelParameters) {
   EXPECT_FALSE(k[2].extern_c);
   EXPECT_EQ(k[2].info.params[1].name, "arg1");
   EXPECT_EQ(k[2].info.bindings(), 2);
-  EXPECT_THROW(bs::parse_cuda_kernels("__device__ void f() {}", "k.cu"), bronze::ShaderCompileError);
-  EXPECT_THROW(bs::parse_cuda_kernels("__global__ void f(float& x) {}", "k.cu"), bronze::ShaderCompileError);
+  EXPECT_THROW(bronze::cuda::parse_cuda_kernels("__device__ void f() {}", "k.cu"), bronze::ShaderCompileError);
+  EXPECT_THROW(bronze::cuda::parse_cuda_kernels("__global__ void f(float& x) {}", "k.cu"), bronze::ShaderCompileError);
 }
 
 TEST(GpuImage, ReadsPtxEntries) {
@@ -65,8 +67,8 @@ TEST(GpuImage, ReadsPtxEntries) {
 .visible .entry empty()
 { ret; }
 )";
-  EXPECT_TRUE(bs::is_gpu_image(reinterpret_cast<const std::uint8_t*>(ptx), std::strlen(ptx)));
-  auto k = bs::parse_ptx_entries(ptx);
+  EXPECT_TRUE(bronze::cuda::is_gpu_image(reinterpret_cast<const std::uint8_t*>(ptx), std::strlen(ptx)));
+  auto k = bronze::cuda::parse_ptx_entries(ptx);
   ASSERT_EQ(k.size(), 2u);
   EXPECT_EQ(k[0].info.name, "scale");
   ASSERT_EQ(k[0].info.params.size(), 4u);
@@ -76,9 +78,9 @@ TEST(GpuImage, ReadsPtxEntries) {
   EXPECT_EQ(k[0].info.params[3].size, 12u);
   EXPECT_TRUE(k[1].info.params.empty());
   const std::uint8_t elf[] = {0x7f, 'E', 'L', 'F', 2, 1, 1};
-  EXPECT_TRUE(bs::is_gpu_image(elf, sizeof elf));
+  EXPECT_TRUE(bronze::cuda::is_gpu_image(elf, sizeof elf));
   const std::uint8_t brzl[] = {'B', 'R', 'Z', 'L', 1, 0, 0, 0};
-  EXPECT_FALSE(bs::is_gpu_image(brzl, sizeof brzl));
+  EXPECT_FALSE(bronze::cuda::is_gpu_image(brzl, sizeof brzl));
 }
 
 TEST(CompileErrors, NvrtcMessagesPointIntoTheUsersSource) {
@@ -150,10 +152,10 @@ template [[host_name("reduce_f16")]] kernel void reduce<half>(device const half*
   // The CUDA backend's build of the front end's CUDA C++ (NVRTC only).
   auto build = [](const bs::TranslationUnit& tu, bool ptx) {
     bs::ParsedSource ps = bs::parse(tu.text, "shader.metal");
-    bronze::runtime::ModuleSource m = bs::module_source(bronze::runtime::ShaderTarget::CudaCpp, tu, ps);
+    bronze::runtime::ModuleSource m = bs::module_source(tu, ps, {}, bronze::cuda::generate(tu.text, ps));
     m.gpu_arch = 90;
     m.ptx = ptx;
-    bronze::runtime::ModuleObject o = bronze::runtime::shader_backend(bronze::DeviceType::CUDA).build(m);
+    bronze::runtime::ModuleObject o = bronze::backends::shader_backend(bronze::DeviceType::CUDA).build(m);
     if (!o.ok) bs::raise_build_error(o.diagnostics, ps, tu.files);
     return o.image;
   };
@@ -197,7 +199,7 @@ kernel void twice(device float* out [[buffer(0)]], device const float* in [[buff
   bs::RewriteOptions aliased;
   aliased.restrict_read_only = false;
   auto source = [&](const bs::RewriteOptions& o) {
-    return bs::module_source(bronze::runtime::ShaderTarget::CudaCpp, tu, ps, o);
+    return bs::module_source(tu, ps, o, bronze::cuda::generate(tu.text, ps, o));
   };
   const std::string restricted = source({}).code, plain = source(aliased).code;
   EXPECT_EQ(restricted.find("> __restrict__ a0"), std::string::npos) << "out is written";
@@ -210,7 +212,7 @@ kernel void twice(device float* out [[buffer(0)]], device const float* in [[buff
     bronze::runtime::ModuleSource m = source(o);
     m.gpu_arch = 90;
     m.ptx = true;
-    bronze::runtime::ModuleObject obj = bronze::runtime::shader_backend(bronze::DeviceType::CUDA).build(m);
+    bronze::runtime::ModuleObject obj = bronze::backends::shader_backend(bronze::DeviceType::CUDA).build(m);
     EXPECT_TRUE(obj.ok);
     return std::string(obj.image.begin(), obj.image.end());
   };

@@ -10,7 +10,7 @@
 #include "shader/bronzelib.hpp"
 #include "shader/parser.hpp"
 #include "shader/rewrite.hpp"
-#include "shader/rewrite_cpu.hpp"
+#include "backends/cpu/metal/cpu_codegen.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   bronze::shader::LibraryFile f;
@@ -25,7 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     auto ps = bronze::shader::parse(f.source, f.filename);
     for (const auto& k : ps.kernels) (void)bronze::shader::layout_words(k);
-    (void)bronze::shader::rewrite_for_cpu(f.source, ps);
+    (void)bronze::cpu::generate(f.source, ps);
   } catch (const bronze::Error&) {
   }
   return 0;

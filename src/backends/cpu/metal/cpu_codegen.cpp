@@ -1,8 +1,8 @@
-#include "shader/rewrite_cpu.hpp"
+#include "backends/cpu/metal/cpu_codegen.hpp"
 
-#include "shader/rewrite.hpp"
+namespace bronze::cpu {
+using namespace shader;  // the front end's parse is this generator's input
 
-namespace bronze::shader {
 namespace {
 // Kernels whose only thread attribute is thread_position_in_grid, on a 1-D
 // grid, run as one flat loop over their range with the arguments hoisted:
@@ -40,9 +40,9 @@ std::string arg_expr(const ParsedKernel& pk, std::size_t k, std::size_t i, bool 
 }
 }  // namespace
 
-std::string rewrite_for_cpu(const std::string& unit, const ParsedSource& ps, const RewriteOptions& options) {
+std::string generate(const std::string& unit, const ParsedSource& ps, const RewriteOptions& options) {
   const bool validate = options.validate, wrap = options.wraps_buffers();
-  std::string body = rewrite_body(unit, ps, ShaderTarget::HostCpp, options);
+  std::string body = rewrite_body(unit, ps, options, {"static thread_local", false});
   // Only the entries are exported (-fvisibility=hidden): kernel functions
   // that cannot be interposed are inlined into the loops and vectorized.
   std::string out = binding_plans(ps, options);
@@ -87,4 +87,4 @@ std::string rewrite_for_cpu(const std::string& unit, const ParsedSource& ps, con
   return generated_file(body, out, "#define BRONZE_EXPORT __attribute__((visibility(\"default\")))\n");
 }
 
-}  // namespace bronze::shader
+}  // namespace bronze::cpu

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "shader/cuda_signatures.hpp"
+#include "backends/cuda/cuda_signatures.hpp"
 
-namespace bronze::shader {
+namespace bronze::cuda {
 
 bool is_gpu_image(const std::uint8_t* data, std::size_t size);
 bool is_ptx(const std::uint8_t* data, std::size_t size);
@@ -20,4 +20,4 @@ bool is_ptx(const std::uint8_t* data, std::size_t size);
 // .b8 arrays as structs of that many bytes.
 std::vector<CudaKernel> parse_ptx_entries(const std::string& ptx);
 
-}  // namespace bronze::shader
+}  // namespace bronze::cuda

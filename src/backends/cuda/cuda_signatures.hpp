@@ -9,7 +9,7 @@
 
 #include "bronze/shader.hpp"
 
-namespace bronze::shader {
+namespace bronze::cuda {
 
 struct CudaKernel {
   KernelInfo info;
@@ -20,4 +20,4 @@ struct CudaKernel {
 // when there is no non-template __global__ function at all.
 std::vector<CudaKernel> parse_cuda_kernels(const std::string& source, const std::string& filename);
 
-}  // namespace bronze::shader
+}  // namespace bronze::cuda

@@ -1,11 +1,11 @@
-#include "shader/gpu_image.hpp"
+#include "backends/cuda/gpu_image.hpp"
 
 #include <algorithm>
 #include <cstring>
 
 #include "bronze/error.hpp"
 
-namespace bronze::shader {
+namespace bronze::cuda {
 bool is_ptx(const std::uint8_t* p, std::size_t n) {
   std::string head(reinterpret_cast<const char*>(p), std::min<std::size_t>(n, 4096));
   return head.find(".version") != std::string::npos && head.find(".target") != std::string::npos;
@@ -96,4 +96,4 @@ std::vector<CudaKernel> parse_ptx_entries(const std::string& ptx) {
   return out;
 }
 
-}  // namespace bronze::shader
+}  // namespace bronze::cuda

@@ -1,4 +1,4 @@
-#include "shader/cuda_signatures.hpp"
+#include "backends/cuda/cuda_signatures.hpp"
 
 #include <set>
 
@@ -6,7 +6,8 @@
 #include "shader/lexer.hpp"
 #include "shader/types.hpp"
 
-namespace bronze::shader {
+namespace bronze::cuda {
+using namespace shader;  // the front end's lexer and type names
 namespace {
 [[noreturn]] void fail(const std::string& file, const Token& t, const std::string& what) {
   throw ShaderCompileError(file + ":" + std::to_string(t.line) + ":" + std::to_string(t.col) + ": error: " + what,
@@ -131,4 +132,4 @@ std::vector<CudaKernel> parse_cuda_kernels(const std::string& src, const std::st
   return out;
 }
 
-}  // namespace bronze::shader
+}  // namespace bronze::cuda

@@ -1,8 +1,7 @@
-#include "shader/rewrite_cuda.hpp"
+#include "backends/cuda/metal/cuda_codegen.hpp"
 
-#include "shader/rewrite.hpp"
-
-namespace bronze::shader {
+namespace bronze::cuda {
+using namespace shader;  // the front end's parse is this generator's input
 
 namespace {
 // From the parse's tokens (the unit is lexed once).
@@ -13,8 +12,8 @@ bool mentions(const ParsedSource& ps, const std::string& name) {
 }
 }  // namespace
 
-std::string rewrite_for_cuda(const std::string& unit, const ParsedSource& ps, const RewriteOptions& options) {
-  std::string body = rewrite_body(unit, ps, ShaderTarget::CudaCpp, options);
+std::string generate(const std::string& unit, const ParsedSource& ps, const RewriteOptions& options) {
+  std::string body = rewrite_body(unit, ps, options, {"__shared__", true});
   std::string out = binding_plans(ps, options);
   for (std::size_t k = 0; k < ps.kernels.size(); ++k) {
     if (!options.has_entry(k)) continue;
@@ -64,4 +63,4 @@ std::string rewrite_for_cuda(const std::string& unit, const ParsedSource& ps, co
   return generated_file(body, out, mentions(ps, "thread_elements") ? "#define BRONZE_SGM_THREAD_ELEMENTS\n" : "");
 }
 
-}  // namespace bronze::shader
+}  // namespace bronze::cuda

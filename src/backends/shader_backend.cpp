@@ -1,0 +1,16 @@
+#include "backends/shader_backend.hpp"
+
+#include "backends/cpu/cpu_module.hpp"
+#include "backends/cpu/metal/cpu_codegen.hpp"
+#include "backends/cuda/cuda_module.hpp"
+#include "backends/cuda/metal/cuda_codegen.hpp"
+
+namespace bronze::backends {
+
+const ShaderBackend& shader_backend(DeviceType type) {
+  static const ShaderBackend cpu_backend{&cpu::generate, &cpu::build_module};
+  static const ShaderBackend cuda_backend{&cuda::generate, &cuda::build_module};
+  return type == DeviceType::CUDA ? cuda_backend : cpu_backend;
+}
+
+}  // namespace bronze::backends

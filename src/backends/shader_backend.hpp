@@ -1,0 +1,22 @@
+// Each backend's door for Metal shaders, the ops table the API builds
+// through: its code generator (the front end's parse -> code for its
+// compiler) and its build. Available without a device: CUDA builds need
+// NVRTC, not a GPU. Loading is the device's (runtime::DeviceImpl).
+#pragma once
+
+#include <string>
+
+#include "bronze/device.hpp"
+#include "runtime/shader_module.hpp"
+#include "shader/parser.hpp"
+#include "shader/rewrite.hpp"
+
+namespace bronze::backends {
+
+struct ShaderBackend {
+  std::string (*generate)(const std::string& unit, const shader::ParsedSource&, const shader::RewriteOptions&);
+  runtime::ModuleObject (*build)(const runtime::ModuleSource&);
+};
+const ShaderBackend& shader_backend(DeviceType type);
+
+}  // namespace bronze::backends
