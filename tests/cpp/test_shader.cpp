@@ -8,9 +8,7 @@
 #include "jit/sha256.hpp"
 #include "shader/bronzelib.hpp"
 #include "shader/lexer.hpp"
-#include "shader/conditional_operands.hpp"
 #include "shader/diagnostics.hpp"
-#include "shader/divergent_shuffles.hpp"
 #include "shader/parser.hpp"
 #include "backends/cpu/metal/cpu_codegen.hpp"
 #include "shader/types.hpp"
@@ -350,39 +348,3 @@ TEST(Bronzelib, AnObjectThatDoesNotMatchItsSourceIsRefusedOrRebuilt) {
   EXPECT_EQ(rebuilt.kernel("k").info().params.size(), 2u);  // the carried source's signature
 }
 
-// The rewrite rule of divergent shuffles (shader/divergent_shuffles.hpp):
-// golden input -> output, lines kept.
-TEST(RewriteRule, DivergentShufflesRunBeforeTheirBranch) {
-  using bronze::shader::hoist_divergent_shuffles;
-  EXPECT_EQ(hoist_divergent_shuffles("if (lane >= 1) x += simd_shuffle_up(x, 1);"),
-            "{ auto bronze_shuffled_0 = simd_shuffle_up(x, 1); if (lane >= 1) x += bronze_shuffled_0; }");
-  EXPECT_EQ(hoist_divergent_shuffles("if (l < 16) { v = max(v, simd_shuffle_xor(v,\n 16)); }\nw = 1;"),
-            "{ auto bronze_shuffled_0 = simd_shuffle_xor(v,  16); if (l < 16) { v = max(v, bronze_shuffled_0\n); } }\nw = 1;");
-  // Left where they are: an else, a condition or operand with side effects,
-  // two statements, reductions over the active lanes.
-  for (const char* kept : {"if (a) x = simd_shuffle(x, 1); else x = 0;", "if (f(a)) x = simd_shuffle(x, 1);",
-                           "if (a) x = simd_shuffle(x++, 1);", "if (a == (b = c)) x = simd_shuffle(x, 1);",
-                           "if (a) { y = 1; x = simd_shuffle(x, 1); }", "if (a) x += simd_sum(x);",
-                           "if (a) x = simd_shuffle(g(x), 1);", "if (a) x = simd_broadcast_first(x);"})
-    EXPECT_EQ(hoist_divergent_shuffles(kept), kept);
-  EXPECT_EQ(hoist_divergent_shuffles("if (a <= b && c != d) q = quad_shuffle_down(p[i], 1);"),
-            "{ auto bronze_shuffled_0 = quad_shuffle_down(p[i], 1); if (a <= b && c != d) q = bronze_shuffled_0; }");
-}
-
-// The rewrite rule of conditional operands (shader/conditional_operands.hpp):
-// golden input -> output, lines kept.
-TEST(RewriteRule, ConditionalOperandsKeepMetalsConversions) {
-  using bronze::shader::convert_conditional_operands;
-  EXPECT_EQ(convert_conditional_operands("void f() { y = c ? h : 0; }"),
-            "void f() { y = c ? bronze_rt::cond<decltype((0))>((h)) : bronze_rt::cond<decltype((h))>((0)); }");
-  EXPECT_EQ(convert_conditional_operands("void f() { v = (asc ? a < b : a > b); }"),
-            "void f() { v = (asc ? bronze_rt::cond<decltype((a > b))>((a < b)) : "
-            "bronze_rt::cond<decltype((a < b))>((a > b))); }");
-  EXPECT_EQ(convert_conditional_operands("void f() { y = c ? h :\n x / 16.f; }"),
-            "void f() { y = c ? bronze_rt::cond<decltype((x / 16.f))>((h)) :\n"
-            " bronze_rt::cond<decltype((h))>((x / 16.f)); }");
-  // Outside function bodies, two literals, a template argument: as written.
-  for (const char* kept : {"constant int k = c ? a : b;", "void f() { vec<T, N ? 1 : 2> v; }",
-                           "void f() { x = c ? 1 : 2; }"})
-    EXPECT_EQ(convert_conditional_operands(kept), kept);
-}

@@ -1,11 +1,11 @@
-#include "shader/conditional_operands.hpp"
+#include "shader/rules/conditional_operands.hpp"
 
 #include <algorithm>
 #include <vector>
 
 #include "shader/lexer.hpp"
 
-namespace bronze::shader {
+namespace bronze::shader::rules {
 namespace {
 
 class Conditionals {
@@ -168,4 +168,4 @@ class Conditionals {
 
 std::string convert_conditional_operands(const std::string& body) { return Conditionals(body).run(); }
 
-}  // namespace bronze::shader
+}  // namespace bronze::shader::rules

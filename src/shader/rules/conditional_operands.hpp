@@ -1,4 +1,5 @@
-// A rewrite rule of the Metal -> C++ rewrite: conditional operators keep
+// A rewrite rule of the Metal -> C++ rewrite (on the edited text, after the
+// token rules of rules.hpp): conditional operators keep
 // Metal's arithmetic conversions.
 //
 // Conditional operators whose operands may mix a class-type half or bfloat
@@ -13,8 +14,8 @@
 
 #include <string>
 
-namespace bronze::shader {
+namespace bronze::shader::rules {
 
 std::string convert_conditional_operands(const std::string& body);
 
-}  // namespace bronze::shader
+}  // namespace bronze::shader::rules

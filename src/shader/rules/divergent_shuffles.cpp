@@ -1,11 +1,11 @@
-#include "shader/divergent_shuffles.hpp"
+#include "shader/rules/divergent_shuffles.hpp"
 
 #include <set>
 #include <vector>
 
 #include "shader/lexer.hpp"
 
-namespace bronze::shader {
+namespace bronze::shader::rules {
 namespace {
 
 // Shuffles that read a lane named by the call (not by the active set).
@@ -142,4 +142,4 @@ std::string hoist_divergent_shuffles(const std::string& body) {
   return body;
 }
 
-}  // namespace bronze::shader
+}  // namespace bronze::shader::rules

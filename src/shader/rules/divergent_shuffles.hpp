@@ -1,4 +1,5 @@
-// A rewrite rule of the Metal -> C++ rewrite: shuffles under a branch read
+// A rewrite rule of the Metal -> C++ rewrite (on the edited text, after the
+// token rules of rules.hpp): shuffles under a branch read
 // the source lane's value as on an Apple GPU.
 //
 // On an Apple GPU a simdgroup's lanes run in lockstep: a shuffle under
@@ -23,8 +24,8 @@
 
 #include <string>
 
-namespace bronze::shader {
+namespace bronze::shader::rules {
 
 std::string hoist_divergent_shuffles(const std::string& body);
 
-}  // namespace bronze::shader
+}  // namespace bronze::shader::rules
