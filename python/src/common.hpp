@@ -40,6 +40,11 @@ void wait_until(const std::function<bool()>& done);
 // wait_until the device has finished its work, then synchronize it (which
 // raises what failed).
 void wait_for_device(const Device& d);
+// For a read of device memory (numpy(), item(), DLPack): wait_until the
+// device has finished its work, then synchronize the current stream. Other
+// streams' failures stay theirs to report: a read on one thread never takes
+// another thread's kernel fault.
+void wait_for_reads(const Device& d);
 // The same for a Stream or an Event.
 template <typename Waitable>
 void wait_for(const Waitable& w) {

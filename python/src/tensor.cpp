@@ -141,7 +141,7 @@ Tensor from_array(nb::handle obj) {
 // A nanobind ndarray over the tensor's memory, owning a reference to it:
 // the DLPack producer behind Tensor.__dlpack__.
 nb::object export_array(const Tensor& t) {
-  wait_for_device(t.device());  // the consumer reads right away (CUDA: on a stream of its own)
+  wait_for_reads(t.device());  // the consumer reads right away (CUDA: on a stream of its own)
   std::vector<std::size_t> shape(t.shape().begin(), t.shape().end());
   auto* keep = new Tensor(t);
   nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<Tensor*>(p); });
@@ -157,7 +157,7 @@ nb::object to_numpy(const Tensor& t) {
   std::size_t n = t.nbytes();
   auto* buf = new std::uint8_t[n ? n : 1];
   nb::capsule owner(buf, [](void* p) noexcept { delete[] static_cast<std::uint8_t*>(p); });
-  wait_for_device(t.device());
+  wait_for_reads(t.device());
   {
     nb::gil_scoped_release g;
     t.copy_to_host(buf);
@@ -205,7 +205,7 @@ nb::dict array_interface(const Tensor& t) {
     throw nb::attribute_error(
         "__array_interface__ is only offered by host-visible tensors (CPU, or CUDA with host_visible=True); "
         "use .cpu() first");
-  wait_for_device(t.device());
+  wait_for_reads(t.device());
   nb::dict d = interface_dict(t);
   return d;
 }
@@ -217,7 +217,7 @@ nb::dict cuda_array_interface(const Tensor& t) {
   // No stream to order against (v3 protocol): the device is synchronized
   // before the pointer is handed out, so the consumer may use any stream.
   d["stream"] = nb::none();
-  wait_for_device(t.device());
+  wait_for_reads(t.device());
   return d;
 }
 
@@ -297,7 +297,7 @@ bool scalar_arg(nb::handle v, const char* what, bool unsigned_ok, Scalar* out) {
 nb::object item_of(const Tensor& t) {
   if (t.numel() != 1)
     throw ValueError("item() needs a tensor with one element, got " + std::to_string(t.numel()));
-  wait_for_device(t.device());
+  wait_for_reads(t.device());
   if (is_floating(t.dtype())) {
     double d;
     {

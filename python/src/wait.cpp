@@ -17,6 +17,7 @@
 #include <chrono>
 #include <thread>
 
+#include "bronze/stream.hpp"
 #include "common.hpp"
 
 namespace bronze::py {
@@ -99,6 +100,12 @@ void wait_for_device(const Device& d) {
   wait_until([&] { return query(d); });
   ReleasedGil g;
   synchronize(d);  // finds the work done; raises what failed
+}
+
+void wait_for_reads(const Device& d) {
+  wait_until([&] { return query(d); });
+  ReleasedGil g;
+  Stream::current(d).synchronize();  // finds the work done; raises what failed on this thread's stream
 }
 
 }  // namespace bronze::py

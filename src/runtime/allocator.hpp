@@ -30,7 +30,8 @@ struct AllocatorHooks {
   // Returns nullptr when the driver has no memory left.
   std::function<void*(std::size_t)> raw_alloc;
   std::function<void(void*)> raw_free;
-  // Waits for all work on the device (before memory goes back to the driver).
+  // Waits for all work on the device (before memory goes back to the
+  // driver), its failures left to the streams' owners.
   std::function<void()> synchronize;
   // An event recorded now on `s` (for deferred reuse after cross-stream use).
   std::function<std::unique_ptr<EventImpl>(StreamImpl& s)> record_marker;

@@ -100,6 +100,9 @@ class DeviceImpl {
   virtual std::shared_ptr<StreamImpl> create_stream() = 0;
   // Waits for every stream of the device.
   virtual void synchronize() = 0;
+  // Every stream's work finished, failures left to each stream's
+  // synchronize() (StreamImpl::wait).
+  virtual void wait_all() = 0;
   virtual bool query() = 0;  // every stream's work finished
   virtual std::unique_ptr<EventImpl> create_event(bool timing) = 0;
 

@@ -20,6 +20,10 @@ class StreamImpl {
   virtual std::uint64_t id() const = 0;
   // Blocks until queued work finished; rethrows its first failure as DeviceError.
   virtual void synchronize() = 0;
+  // Blocks until queued work finished, leaving its failures for
+  // synchronize(): for the runtime's own waits (a read to the host, the
+  // allocator's), which must not take another thread's error from it.
+  virtual void wait() = 0;
   virtual bool query() = 0;
 
   // torch.mps's error buffer (<c10/metal/error.h>'s ErrorMessages): host-

@@ -26,6 +26,11 @@ class StreamSet {
     return true;
   }
 
+  // Waits for every live stream, their failures left for their synchronize().
+  void wait_all() {
+    for (auto& s : live()) s->wait();
+  }
+
   // Waits for every live stream; each is drained even when another reports
   // a failure, and the failures are raised together.
   void synchronize_all() {

@@ -476,8 +476,9 @@ std::string shape_str(const Shape& s) {
 void read_to_host(const Tensor& contiguous, void* dst) {
   Device d = contiguous.device();
   auto& dev = runtime::device_impl(d);
-  // Producers may sit on any stream of the device: wait for all of them.
-  dev.synchronize();
+  // Producers may sit on any stream of the device: wait for all of them
+  // (their failures are their streams' to report).
+  dev.wait_all();
   auto stream = runtime::current_stream(d);
   dev.copy_to_host(*stream, dst, contiguous.data_ptr(), contiguous.nbytes(), queued_use(contiguous.storage()));
   stream->synchronize();

@@ -115,6 +115,25 @@ def test_invalid_access_fails_the_launch_and_says_what_to_trust(lib):
     still_serves(lib)
 
 
+def test_a_fault_is_its_streams_to_report(lib):
+    # A fault on one stream (another thread's, say) is raised by that
+    # stream's synchronize or the device's, never by a read or an
+    # empty_cache() on another stream, which would take it from its owner.
+    side = bronze.Stream()
+    with bronze.stream(side):
+        lib.wild(bronze.zeros(8, dtype=bronze.int32), 16)
+    assert bronze.ones(4).numpy().tolist() == [1.0] * 4
+    assert bronze.full((1,), 3.0).item() == 3.0
+    bronze.empty_cache()
+    with pytest.raises(bronze.DeviceError, match="kernel 'wild'"):
+        side.synchronize()
+    with bronze.stream(side):
+        lib.wild(bronze.zeros(8, dtype=bronze.int32), 16)
+    with pytest.raises(bronze.DeviceError, match="kernel 'wild'"):
+        bronze.synchronize()  # the device's: every stream's failures
+    still_serves(lib)
+
+
 @pytest.mark.parametrize("kernel", ["recurse", "recurse_group"])
 def test_stack_overflow_fails_the_launch(lib, kernel):
     out = bronze.zeros(4, dtype=bronze.int32)

@@ -58,7 +58,7 @@ class CpuDevice final : public runtime::DeviceImpl {
                    runtime::AllocatorHooks{
                        [](std::size_t n) -> void* { return map_segment(n); },
                        [](void* p) { unmap_segment(p); },
-                       [this] { synchronize(); },
+                       [this] { wait_all(); },
                        [](runtime::StreamImpl& s) {
                          auto e = std::make_unique<CpuEvent>(false);
                          e->record(s);
@@ -107,6 +107,7 @@ class CpuDevice final : public runtime::DeviceImpl {
   }
 
   void synchronize() override { streams_.synchronize_all(); }
+  void wait_all() override { streams_.wait_all(); }
   bool query() override { return streams_.query_all(); }
 
   std::unique_ptr<runtime::EventImpl> create_event(bool timing) override {

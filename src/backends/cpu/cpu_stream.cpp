@@ -95,12 +95,17 @@ void CpuStream::wait_idle(std::unique_lock<std::mutex>& lock) {
   --waiters_;
 }
 
-void CpuStream::synchronize() {
+void CpuStream::wait() {
   runtime::check_not_forked(DeviceType::CPU);
   std::uint64_t target = submitted_.load(std::memory_order_acquire);
   spin_until([&] { return completed_.load(std::memory_order_acquire) >= target; });
   std::unique_lock<std::mutex> lock(mu_);
   wait_idle(lock);
+}
+
+void CpuStream::synchronize() {
+  wait();
+  std::unique_lock<std::mutex> lock(mu_);
   if (error_count_ == 0) return check_error_record();
   std::string msg = "queued work " + first_error_;
   if (error_count_ > 1) msg += " (and " + std::to_string(error_count_ - 1) + " later failures)";

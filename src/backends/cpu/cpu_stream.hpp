@@ -24,6 +24,7 @@ class CpuStream final : public runtime::StreamImpl {
   Device device() const override { return device_; }
   std::uint64_t id() const override { return id_; }
   void synchronize() override;
+  void wait() override;
   bool query() override;
 
   // Queues `fn`. `name` and `category` label it in profiles and errors; both

@@ -64,6 +64,10 @@ class CudaStream final : public runtime::StreamImpl {
     std::lock_guard<std::mutex> g(mu_);
     last_kernel_.assign(name);
   }
+  void wait() override {  // a failure is sticky on CUDA: the next synchronize() reports it
+    ctx_.make_current();
+    (void)driver()->cuStreamSynchronize(s_);
+  }
   bool query() override {
     ctx_.make_current();
     // Work that failed has finished too: its error surfaces at synchronize.
@@ -146,7 +150,7 @@ class CudaDevice final : public runtime::DeviceImpl {
                          ctx_.make_current();
                          driver()->cuMemFree(dptr(p));
                        },
-                       [this] { synchronize(); },
+                       [this] { wait_all(); },
                        [this](runtime::StreamImpl& s) { return marker(s); }}),
         // Pinned and mapped into every context; with unified addressing the
         // device address is the host address, so kernels take it as is.
@@ -169,7 +173,7 @@ class CudaDevice final : public runtime::DeviceImpl {
                               ctx_.make_current();
                               driver()->cuMemFreeHost(p);
                             },
-                            [this] { synchronize(); },
+                            [this] { wait_all(); },
                             [this](runtime::StreamImpl& s) { return marker(s); }}) {}
 
   Device device() const override { return Device(DeviceType::CUDA, index_); }
@@ -209,6 +213,7 @@ class CudaDevice final : public runtime::DeviceImpl {
   }
 
   void synchronize() override { streams_.synchronize_all(); }
+  void wait_all() override { streams_.wait_all(); }
   bool query() override { return streams_.query_all(); }
 
   std::unique_ptr<runtime::EventImpl> create_event(bool timing) override {
