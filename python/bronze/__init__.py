@@ -79,6 +79,7 @@ from .errors import (  # noqa: F401
 )
 from . import event, profiler  # noqa: F401
 from ._streams import stream  # noqa: F401
+from ._metal_kernel import metal_kernel  # noqa: F401
 
 bool = dtype.bool  # noqa: A001  (torch names its dtypes this way too)
 uint8 = dtype.uint8

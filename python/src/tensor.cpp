@@ -399,6 +399,14 @@ void bind_tensor(nb::module_& m) {
         return t.reshape(shape_arg(shape));
       })
       .def("t", &Tensor::t)
+      // The memory a view reaches, as a flat tensor from its first element:
+      // a strided input bound as a buffer, read through its strides
+      // (metal_kernel's ensure_row_contiguous=False).
+      .def("_span", [](const Tensor& t) {
+        std::int64_t n = t.numel() ? 1 : 0;
+        for (std::size_t i = 0; i < t.shape().size() && n; ++i) n += (t.shape()[i] - 1) * t.strides()[i];
+        return Tensor(t.storage(), t.storage_offset(), {n}, {1}, t.dtype());
+      })
       .def_prop_ro("T", &Tensor::t)
       .def("contiguous", &Tensor::contiguous)
       .def("clone", &Tensor::clone)

@@ -758,7 +758,7 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
     return;
   }
   ki.check_arity(args.size());
-  if (auto family = lib_->family.lock()) {  // runs where its tensors are
+  if (auto family = lib_->family.lock()) {  // runs where its buffers' tensors are
     const Tensor* on = nullptr;
     auto see = [&](const Tensor& t) {
       if (!t.defined()) return;
@@ -767,10 +767,13 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
                          t.device().str() + "; one call runs on one device");
       on = &t;
     };
-    for (const KernelArg& a : args) {
-      if (const Tensor* t = a.tensor()) see(*t);
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      const KernelArg& a = args[i];
+      // A value's tensor (`constant T& v`) gives its bytes wherever it is.
+      const Tensor* t = a.tensor();
+      if (t && ki.binding(static_cast<int>(i)).kind != ParamKind::Scalar) see(*t);
       if (const std::vector<Tensor>* ts = a.tensors())
-        for (const Tensor& t : *ts) see(t);
+        for (const Tensor& u : *ts) see(u);
     }
     if (on && on->device() != lib_->device) {
       Kernel(build_for(family, on->device()), index_).dispatch(args, opts);
@@ -801,8 +804,6 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
       if (p.kind != ParamKind::Buffer && p.kind != ParamKind::Scalar)
         throw KernelArgumentError(arg_label(p) + " takes no tensor");
       if (!t->defined()) throw TypeError(arg_label(p) + " is an undefined tensor");
-      if (t->device() != lib_->device)
-        throw ValueError(arg_label(p) + " is on " + t->device().str() + ", the library on " + lib_->device.str());
       if (!t->is_contiguous())
         throw ValueError(arg_label(p) + " is not contiguous: buffers are flat memory; call .contiguous()");
       // `constant T& v` is a buffer binding in Metal: a tensor's bytes are
@@ -811,17 +812,20 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
         throw ValueError(arg_label(p) + " takes " + std::to_string(p.size) + " bytes; the tensor has " +
                          std::to_string(t->nbytes()));
       if (!shader::buffer_dtype_matches(p, t->dtype())) mismatched_dtype(p, i, t->dtype());
-      if (p.kind == ParamKind::Scalar) {
-        if (p.by_value && lib_->device.type != DeviceType::CPU) {  // a kernel parameter on the GPU: its bytes now
-          std::vector<std::uint8_t> bytes(t->nbytes());
-          t->copy_to_host(bytes.data());
-          bytes.resize(p.size ? p.size : bytes.size());
-          l.args[i].inline_offset = l.add_inline(bytes.data(), bytes.size());
-          l.args[i].bytes = bytes.size();
-          l.args[i].by_value = true;
-          continue;
-        }
+      // Its bytes now where the value is a kernel parameter (the GPU's) or
+      // the tensor is on another device (a NumPy value for a CUDA kernel).
+      if (p.kind == ParamKind::Scalar &&
+          ((p.by_value && lib_->device.type != DeviceType::CPU) || t->device() != lib_->device)) {
+        std::vector<std::uint8_t> bytes(t->nbytes());
+        t->copy_to_host(bytes.data());
+        bytes.resize(p.size ? p.size : bytes.size());
+        l.args[i].inline_offset = l.add_inline(bytes.data(), bytes.size());
+        l.args[i].bytes = bytes.size();
+        l.args[i].by_value = p.by_value;
+        continue;
       }
+      if (t->device() != lib_->device)
+        throw ValueError(arg_label(p) + " is on " + t->device().str() + ", the library on " + lib_->device.str());
       l.args[i].ptr = t->data_ptr();
       l.args[i].bytes = t->nbytes();
       l.args[i].name = p.name.c_str();

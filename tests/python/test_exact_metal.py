@@ -263,9 +263,9 @@ def test_kernel_calls_bind_as_torch_mps_binds(recwarn):
     with pytest.raises(ValueError, match="takes 8 bytes; the tensor has 4"):
         lib.f(o, floats, bronze.zeros(1))
     checked = bronze.compile_shader("kernel void f(device uint* o, uint i [[thread_position_in_grid]]) { o[i] = 1; }",
-                                    validate=True)
+                                    validate=True, device="cpu")  # validate=True is the CPU backend's
     with pytest.raises(TypeError, match="validate=True refuses it"):
-        checked.f(bronze.zeros(2))
+        checked.f(bronze.zeros(2, device="cpu"))
 
 
 def test_a_warp_scan_of_shuffles_under_branches_reads_inactive_lanes_as_apple_gpus_do():
@@ -284,7 +284,7 @@ def test_a_warp_scan_of_shuffles_under_branches_reads_inactive_lanes_as_apple_gp
     }""")
     a = np.arange(1, 129, dtype=np.float32)
     o = bronze.zeros(128)
-    lib.scan(o, a, group_size=64)
+    lib.scan(o, bronze.tensor(a), group_size=64)
     want = np.concatenate([np.cumsum(a[k:k + 32]) for k in range(0, 128, 32)])
     np.testing.assert_array_equal(o.numpy(), want)
 

@@ -1115,7 +1115,7 @@ def test_bad_calls_raise_before_running():
     with pytest.raises(TypeError, match="takes 2 arguments"):
         lib.full(x)
     with pytest.raises(TypeError, match="float64"):  # torch.mps binds its bytes; bronze's validate=True refuses
-        bronze.compile_shader(SEED, validate=True).full(bronze.zeros(8, dtype=bronze.float64), 1.0)
+        bronze.compile_shader(SEED, validate=True, device="cpu").full(bronze.zeros(8, dtype=bronze.float64, device="cpu"), 1.0)
     with pytest.raises(TypeError, match="buffer"):
         lib.full(1.0, 1.0)
     with pytest.raises(TypeError, match="number"):
