@@ -32,6 +32,32 @@ def _short(name, message, method):
     return f"{name}() takes {' or '.join(expected) or 'other arguments'}; got ({', '.join(got)})"
 
 
+def text(value, what):
+    """value, a str the C++ core can take (it has a UTF-8 form), else a
+    TypeError or ValueError naming `what`."""
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a str, got {type(value).__name__}")
+    if not value.isascii():  # O(1): the common case costs nothing
+        try:
+            value.encode()
+        except UnicodeEncodeError as e:
+            raise ValueError(f"{what} is not valid text: it holds a lone surrogate {value[e.start]!r} at index "
+                             f"{e.start}, which has no UTF-8 form") from None
+    return value
+
+
+def _untextual(args, kwargs):
+    """The first argument that is a str without a UTF-8 form, as (position or
+    keyword, value); None when there is none."""
+    for where, v in [*enumerate(args, 1), *kwargs.items()]:
+        if isinstance(v, str) and not v.isascii():
+            try:
+                v.encode()
+            except UnicodeEncodeError:
+                return where, v
+    return None
+
+
 def _wrap(f, name, method=False):
     @functools.wraps(f)
     def call(*args, **kwargs):
@@ -40,6 +66,10 @@ def _wrap(f, name, method=False):
         except TypeError as e:
             if _DUMP not in str(e):
                 raise
+            bad = _untextual(args[1:] if method else args, kwargs)
+            if bad:  # a str nanobind could not convert: the type was right
+                where, v = bad
+                text(v, f"{name}(): argument {where}" if isinstance(where, int) else f"{name}(): {where}")
             raise TypeError(_short(name, str(e), method)) from None
     return call
 

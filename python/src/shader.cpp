@@ -348,7 +348,13 @@ void bind_shader(nb::module_& m) {
   // a 2.5 us lib.k(x, 1.0) otherwise.
   nb::class_<Library>(m, "Library", "Kernels compiled from one shader source; kernels are attributes.",
                       nb::dynamic_attr())
-      .def("__getattr__", [](nb::handle self, const std::string& name) {
+      .def("__getattr__", [](nb::handle self, nb::str attr) {
+        std::string name;
+        try {
+          name = text_arg(attr, "a kernel name");
+        } catch (const ValueError& e) {  // no kernel has that name: hasattr() answers False
+          throw nb::attribute_error(e.what());
+        }
         if (name.size() > 1 && name[0] == '_' && name[1] == '_') throw nb::attribute_error(name.c_str());
         nb::object k = nb::cast(nb::cast<const Library&>(self).kernel(name));
         nb::setattr(self, name.c_str(), k);
@@ -363,7 +369,14 @@ void bind_shader(nb::module_& m) {
       .def_prop_ro("kernel_names", &Library::kernel_names)
       .def_prop_ro("hash", &Library::hash)
       .def_prop_ro("device", &Library::device)
-      .def("__contains__", &Library::has_kernel)
+      .def("__contains__", [](const Library& lib, nb::handle name) {
+        // `x in lib` answers for any x, as a dict does: only a kernel's name is in it.
+        if (!PyUnicode_Check(name.ptr())) return false;
+        Py_ssize_t n = 0;
+        const char* s = PyUnicode_AsUTF8AndSize(name.ptr(), &n);
+        if (!s) PyErr_Clear();  // a lone surrogate: no kernel's name
+        return s && lib.has_kernel(std::string(s, static_cast<std::size_t>(n)));
+      })
       .def("__repr__", [](const Library& lib) {
         std::string s;
         for (const auto& n : lib.kernel_names()) s += (s.empty() ? "" : ", ") + n;
