@@ -272,8 +272,12 @@ void bind_shader(nb::module_& m) {
   // Where warnings are errors, the message still reaches stderr rather than
   // failing a compile that worked.
   // The cache folder is fixed now: a relative BRONZE_CACHE_DIR is where the
-  // process imported bronze, whatever it chdirs to later.
-  jit::DiskCache::instance();
+  // process imported bronze, whatever it chdirs to later. A bad $BRONZE_CACHE_*
+  // value is the error of the first compile (and of cache_info), not of import.
+  try {
+    jit::DiskCache::instance();
+  } catch (const ValueError&) {
+  }
   jit::set_warning_handler([](const std::string& msg) {
     nb::gil_scoped_acquire g;
     if (PyErr_WarnEx(PyExc_RuntimeWarning, msg.c_str(), 1) != 0) {

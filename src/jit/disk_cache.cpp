@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "bronze/error.hpp"
-#include "jit/env_size.hpp"
+#include "jit/env.hpp"
 #include "jit/files.hpp"
 #include "jit/sha256.hpp"
 #include "jit/warnings.hpp"
@@ -124,7 +124,7 @@ DiskCache& DiskCache::instance() {
 DiskCache::DiskCache() {
   max_bytes_ = env_size("BRONZE_CACHE_MAX_BYTES", 1ull << 30);
   remove_stale_builds(temp_base());  // where builds go without a writable cache
-  if (const char* off = std::getenv("BRONZE_CACHE_DISABLE"); off && *off && std::string(off) != "0") {
+  if (env_bool("BRONZE_CACHE_DISABLE", false)) {
     status_ = "disabled by BRONZE_CACHE_DISABLE";
     return;
   }

@@ -182,7 +182,7 @@ def test_time_limit_from_the_environment():
     r = run_python(code, BRONZE_KERNEL_TIME_LIMIT="0.2")
     assert r.stdout.strip() == "stopped", r.stderr
     r = run_python("import bronze; bronze.kernel_time_limit()", BRONZE_KERNEL_TIME_LIMIT="soon")
-    assert "BRONZE_KERNEL_TIME_LIMIT='soon' is not a time limit" in r.stderr
+    assert "BRONZE_KERNEL_TIME_LIMIT='soon' is not a number of seconds" in r.stderr
 
 
 def test_faults_outside_kernels_still_reach_their_handlers():
