@@ -4,6 +4,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include "backends/cpu/blas.hpp"
 #include "bronze/event.hpp"
 #include "bronze/memory.hpp"
 #include "bronze/error.hpp"
@@ -174,6 +175,13 @@ void bind_runtime(nb::module_& m) {
   m.def("_profiler_is_running", &profiler::is_running);
   m.def("_profiler_has_unwritten_trace", &profiler::has_unwritten_trace);
   m.def("_capture_enabled", &profiler::is_capture_enabled);
+  m.def("_blas_status", [] {
+    try {
+      cpu::blas::require();  // a $BRONZE_BLAS_LIBRARY that does not load raises (ValueError)
+    } catch (const NotSupportedError&) {  // none found: said by the status
+    }
+    return cpu::blas::status();
+  }, "The CBLAS library mm loads on the CPU, or why there is none.");
   m.def("_capturing", &profiler::is_capturing);
   m.def("_capture_start", &profiler::start_capture, nb::arg("path"));
   m.def("_capture_stop", &profiler::stop_capture);

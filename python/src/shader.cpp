@@ -365,6 +365,8 @@ void bind_shader(nb::module_& m) {
         return k;
       })
       .def("__dir__", [](const Library& lib) { return lib.kernel_names(); })  // as torch.mps: the kernels
+      // A kernel by name, also one named as a Library attribute (kernel_names, specialize).
+      .def("_kernel", [](const Library& lib, nb::handle name) { return lib.kernel(text_arg(name, "a kernel name")); })
       .def("_specialize", [](const Library& lib, const std::string& name,
                              const std::vector<std::pair<std::string, std::string>>& constants) {
         nb::gil_scoped_release g;  // may compile
