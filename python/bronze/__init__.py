@@ -14,6 +14,7 @@ import builtins as _builtins
 import math as _math
 import os as _os
 
+from . import _interpreter  # noqa: F401  (first: refuses a subinterpreter before the C++ core loads)
 from . import errors
 from ._C import (  # noqa: F401  (re-exported API)
     DeviceProperties,
