@@ -491,11 +491,14 @@ BuildResult build_shared_object(const std::string& source,
 
   DiskCache& cache = DiskCache::instance();
   BuildResult r;
-  if (auto hit = cache.lookup(k, ".so")) {
-    r.so_path = *hit;
-    r.cache_hit = true;
-    return r;
-  }
+  // What is loaded is a pin of the entry: another process's trim may remove
+  // the entry before the dlopen (then, before the pin: built again).
+  if (auto hit = cache.lookup(k, ".so"))
+    if (auto pinned = cache.pin(*hit)) {
+      r.so_path = *pinned;
+      r.cache_hit = true;
+      return r;
+    }
   std::string work = cache.make_work_dir();
   std::vector<std::string> files = {"kernel.cpp", "kernel.so", "compiler.log"};
   try {
@@ -526,9 +529,13 @@ BuildResult build_shared_object(const std::string& source,
       }
       check_stack(presumed_stack_usage(usage, work + "/kernel.cpp", source));
     }
-    std::string stored = cache.store(k, ".so", work + "/kernel.so");
-    if (stored != work + "/kernel.so") {
+    // Pinned before it is stored: another process's trim may take the entry at once.
+    const std::string built = work + "/kernel.so";
+    const std::optional<std::string> pinned = cache.writable() ? cache.pin(built) : std::nullopt;
+    std::string stored = cache.store(k, ".so", built);
+    if (stored != built) {
       jit::remove_tree(work);
+      if (pinned && *pinned != built) stored = *pinned;
     } else {
       // Not cached: the object stays in its private directory (it is loaded).
       files.erase(files.begin() + 1);
