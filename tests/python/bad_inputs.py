@@ -280,6 +280,10 @@ BY_DESIGN = [
      "bronze has no elementwise comparison ops and no bool tensor results to give; `==` is Python's "
      "default object identity, so tensors stay usable as dict keys and in sets (`__hash__`). torch compares "
      "elementwise; compare values with `a.numpy() == b.numpy()` (issue #34, N46)"),
+    ("import bronze", "in a subinterpreter", "`ImportError` (bronze runs in the main interpreter only); the main "
+     "interpreter's bronze goes on working",
+     "its C++ core keeps one state per process (nanobind's type registry), as NumPy, which it uses, does; "
+     "executed again in a subinterpreter it would replace the main interpreter's (issue #34, N21)"),
 ]
 
 
