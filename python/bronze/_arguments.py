@@ -46,18 +46,6 @@ def text(value, what):
     return value
 
 
-def _untextual(args, kwargs):
-    """The first argument that is a str without a UTF-8 form, as (position or
-    keyword, value); None when there is none."""
-    for where, v in [*enumerate(args, 1), *kwargs.items()]:
-        if isinstance(v, str) and not v.isascii():
-            try:
-                v.encode()
-            except UnicodeEncodeError:
-                return where, v
-    return None
-
-
 def _wrap(f, name, method=False):
     @functools.wraps(f)
     def call(*args, **kwargs):
@@ -66,10 +54,10 @@ def _wrap(f, name, method=False):
         except TypeError as e:
             if _DUMP not in str(e):
                 raise
-            bad = _untextual(args[1:] if method else args, kwargs)
-            if bad:  # a str nanobind could not convert: the type was right
-                where, v = bad
-                text(v, f"{name}(): argument {where}" if isinstance(where, int) else f"{name}(): {where}")
+            # A str nanobind could not convert had the right type: said so.
+            for where, v in [*enumerate(args[1:] if method else args, 1), *kwargs.items()]:
+                if isinstance(v, str):
+                    text(v, f"{name}(): argument {where}" if isinstance(where, int) else f"{name}(): {where}")
             raise TypeError(_short(name, str(e), method)) from None
     return call
 

@@ -378,10 +378,11 @@ void bind_shader(nb::module_& m) {
       .def("__contains__", [](const Library& lib, nb::handle name) {
         // `x in lib` answers for any x, as a dict does: only a kernel's name is in it.
         if (!PyUnicode_Check(name.ptr())) return false;
-        Py_ssize_t n = 0;
-        const char* s = PyUnicode_AsUTF8AndSize(name.ptr(), &n);
-        if (!s) PyErr_Clear();  // a lone surrogate: no kernel's name
-        return s && lib.has_kernel(std::string(s, static_cast<std::size_t>(n)));
+        try {
+          return lib.has_kernel(text_arg(name, "a kernel name"));
+        } catch (const ValueError&) {  // a lone surrogate: no kernel's name
+          return false;
+        }
       })
       .def("__repr__", [](const Library& lib) {
         std::string s;
