@@ -14,6 +14,7 @@ import builtins as _builtins
 import math as _math
 import os as _os
 
+from . import _interpreter  # noqa: F401  (first: refuses a subinterpreter before the C++ core loads)
 from . import errors
 from ._C import (  # noqa: F401  (re-exported API)
     DeviceProperties,
@@ -162,7 +163,7 @@ def _dirs(include_dirs):
     for d in include_dirs:
         if not isinstance(d, (str, _os.PathLike)):
             raise TypeError(f"include_dirs holds folder paths, got {type(d).__name__}")
-        dirs.append(_os.fspath(d))
+        dirs.append(_arguments.text(_os.fspath(d), "an include_dirs folder"))
     return dirs
 
 
@@ -175,7 +176,7 @@ def _str_pairs(mapping, what):
     for k, v in mapping.items():
         if not isinstance(k, str) or not isinstance(v, (str, int, float)) or isinstance(v, _builtins.bool):
             raise TypeError(f"{what} maps str to str, got {k!r}: {v!r}")
-        out.append((k, str(v)))
+        out.append((_arguments.text(k, f"a name in {what}"), _arguments.text(str(v), f"{what}[{k!r}]")))
     return out
 
 
@@ -216,6 +217,8 @@ def _constant_values(constants):
     for k, v in constants.items():
         if isinstance(k, _builtins.bool) or not isinstance(k, (str, int)):
             raise TypeError(f"constants are keyed by name (str) or index (int), got {k!r}")
+        if isinstance(k, str):
+            _arguments.text(k, "a constant's name")
         if isinstance(v, _builtins.bool):
             text = "true" if v else "false"
         elif isinstance(v, int):
@@ -228,15 +231,31 @@ def _constant_values(constants):
     return out
 
 
-def _compile(source, language, device, filename, validate, include_dirs, headers, defines, find_only,
-             constants=None, math_mode="fast"):
+def _source_arguments(caller, source, filename, math_mode):
+    """The arguments every compile takes, checked (a type or text the C++ core
+    cannot take is an error naming it); returns the file name as str."""
     if not isinstance(source, str):
-        raise TypeError(f"compile_shader needs the source as str, got {type(source).__name__}")
+        raise TypeError(f"{caller} needs the source as str, got {type(source).__name__}")
+    _arguments.text(source, "the source")
     if not isinstance(math_mode, str):
         raise TypeError(f"math_mode must be 'safe', 'relaxed' or 'fast', got {type(math_mode).__name__}")
+    _arguments.text(math_mode, "math_mode")
+    name = filename if type(filename) is str else _os.fspath(filename) if isinstance(filename, _os.PathLike) else None
+    if not isinstance(name, str):
+        raise TypeError(f"filename must be a str or os.PathLike, got {type(filename).__name__}")
+    return _arguments.text(name, "filename")
+
+
+def _compile(source, language, device, filename, validate, include_dirs, headers, defines, find_only,
+             constants=None, math_mode="fast"):
+    filename = _source_arguments("compile_shader", source, filename, math_mode)
+    if not isinstance(language, str):
+        raise TypeError(f"language must be 'metal' or 'cuda', got {type(language).__name__}")
+    _arguments.text(language, "language")
+    if not isinstance(validate, _builtins.bool):
+        raise TypeError(f"validate must be True or False, got {type(validate).__name__}")
     plain = not include_dirs and headers is None and defines is None and constants is None  # the hot path
-    return _C._compile_shader(source, language, device, filename if type(filename) is str else _os.fspath(filename),
-                              validate, [] if plain else _dirs(include_dirs),
+    return _C._compile_shader(source, language, device, filename, validate, [] if plain else _dirs(include_dirs),
                               [] if plain else _str_pairs(headers, "headers"),
                               [] if plain else _str_pairs(defines, "defines"),
                               _torch_include_dir() if language == "metal" else "", find_only,
@@ -265,6 +284,8 @@ def load_metallib(source, device=None, signatures=None, rebuild=False):
         raise TypeError(f"load_metallib needs bytes, bytearray, str or os.PathLike, got {type(source).__name__}")
     if signatures is not None and not isinstance(signatures, str):
         raise TypeError(f"signatures must be a str of CUDA declarations, got {type(signatures).__name__}")
+    if signatures is not None:
+        _arguments.text(signatures, "signatures")
     if not isinstance(rebuild, _builtins.bool):
         raise TypeError(f"rebuild must be True or False, got {type(rebuild).__name__}")
     return _C._load_metallib(data, device, signatures or "", rebuild)
@@ -280,11 +301,8 @@ def compile_library(source, filename="shader.metal", device=None, archs=(), incl
     GPU). include_dirs, headers, defines, constants and math_mode as for
     compile_shader; the library keeps its math mode.
     """
-    if not isinstance(source, str):
-        raise TypeError(f"compile_library needs the source as str, got {type(source).__name__}")
-    if not isinstance(math_mode, str):
-        raise TypeError(f"math_mode must be 'safe', 'relaxed' or 'fast', got {type(math_mode).__name__}")
-    return _C._compile_library(source, _os.fspath(filename), device, [_arch_number(a) for a in archs],
+    filename = _source_arguments("compile_library", source, filename, math_mode)
+    return _C._compile_library(source, filename, device, [_arch_number(a) for a in archs],
                                _dirs(include_dirs), _str_pairs(headers, "headers"), _str_pairs(defines, "defines"),
                                _torch_include_dir(), _constant_values(constants), math_mode)
 
@@ -333,7 +351,7 @@ def _specialize(self, name, constants):
     by a false constant takes no argument in that kernel."""
     if not isinstance(name, str):
         raise TypeError(f"specialize needs the kernel's name as str, got {type(name).__name__}")
-    return self._specialize(name, _constant_values(constants))
+    return self._specialize(_arguments.text(name, "the kernel's name"), _constant_values(constants))
 
 
 Library.specialize = _specialize

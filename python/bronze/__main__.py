@@ -12,30 +12,48 @@ import json
 import sys
 
 
+class _Refused(Exception):
+    """Input the command refuses (a file, a setting): one line on stderr, exit status 2."""
+
+
 def _info(args):
     import bronze
 
-    print(f"bronze {bronze.__version__}")
+    # Every line first, then the report: a bad $BRONZE_* setting (a ValueError
+    # naming it) is the one line said instead.
+    try:
+        lines = list(_info_lines(bronze))
+    except (ValueError, bronze.BronzeError) as e:
+        raise _Refused(e) from None
+    print("\n".join(lines))
+    return 0
+
+
+def _info_lines(bronze):
+    yield f"bronze {bronze.__version__}"
     for d in bronze.devices():
         p = bronze.get_device_properties(d)
-        print(f"  {d}: {p.name}, {p.total_memory / 2**30:.1f} GiB, "
-              f"recommended max {p.recommended_max_memory / 2**30:.1f} GiB, "
-              f"{p.multi_processor_count} {'threads' if d.type == 'cpu' else 'SMs'}")
-    print(f"  cuda: {bronze.cuda_status()}")
-    print(f"  current device: {bronze.current_device()}")
+        yield (f"  {d}: {p.name}, {p.total_memory / 2**30:.1f} GiB, "
+               f"recommended max {p.recommended_max_memory / 2**30:.1f} GiB, "
+               f"{p.multi_processor_count} {'threads' if d.type == 'cpu' else 'SMs'}")
+    yield f"  cuda: {bronze.cuda_status()}"
+    yield f"  current device: {bronze.current_device()}"
+    limit = bronze.kernel_time_limit()
+    yield f"  CPU kernel time limit: {f'{limit:g} s' if limit else 'none'}"
+    yield f"  BLAS (mm on the CPU): {bronze._C._blas_status()}"
     c = bronze.cache_info()
     h = bronze._C._host_compiler(check=True)
-    print(_compiler_line(h))
+    yield _compiler_line(h)
     if c["preprocessor"]:
-        print(f"  Metal front end: {c['preprocessor']} -E (the C preprocessor), Metal 3.2's predefined macros")
+        yield f"  Metal front end: {c['preprocessor']} -E (the C preprocessor), Metal 3.2's predefined macros"
     elif h["chosen_by"]:
-        print(f"  Metal front end: no C preprocessor: {h['chosen_by']} names none that works (above)")
+        yield f"  Metal front end: no C preprocessor: {h['chosen_by']} names none that works (above)"
     else:
-        print("  Metal front end: no C preprocessor: compile_shader needs one; install g++ (or cpp alone for CUDA)")
+        yield "  Metal front end: no C preprocessor: compile_shader needs one; install g++ (or cpp alone for CUDA)"
     torch_inc = bronze._torch_include_dir()
-    print(f"  PyTorch Metal headers (<c10/metal/...>): {torch_inc + '/c10/metal' if torch_inc else 'none (torch not installed)'}")
-    print(f"  compile cache: {c['status']}")
-    return 0
+    yield f"  PyTorch Metal headers (<c10/metal/...>): {torch_inc + '/c10/metal' if torch_inc else 'none (torch not installed)'}"
+    yield f"  compile cache: {c['status']}"
+    yield f"  metal_capture: {'enabled' if bronze.profiler.is_metal_capture_enabled() else 'off (BRONZE_CAPTURE_ENABLED=1 enables it)'}"
 
 
 def _compiler_line(h):
@@ -62,8 +80,7 @@ def _compile(args):
         with open(args.file, encoding="utf-8") as f:
             source = f.read()
     except (OSError, UnicodeDecodeError) as e:
-        print(f"bronze compile: {e}", file=sys.stderr)
-        return 2
+        raise _Refused(e) from None
     out = args.output or os.path.splitext(args.file)[0] + ".bronzelib"
     defines = dict(d.split("=", 1) if "=" in d else (d, "1") for d in args.define)
     try:
@@ -72,8 +89,11 @@ def _compile(args):
     except (bronze.ShaderCompileError, bronze.NotSupportedError, ValueError) as e:
         print(e, file=sys.stderr)
         return 1
-    with open(out, "wb") as f:
-        f.write(data)
+    try:  # a folder, a missing or read-only folder, a full disk (/dev/full)
+        with open(out, "wb") as f:
+            f.write(data)
+    except OSError as e:
+        raise _Refused(f"cannot write {out}: {e.strerror}") from None
     lib = bronze.load_metallib(data)
     print(f"{out}: {len(data)} bytes, kernels: {', '.join(lib.kernel_names) or '(none)'}")
     return 0
@@ -95,15 +115,19 @@ def _hex(s):
         return False
 
 
+def _buffer_arg_ok(a):
+    return (isinstance(a, dict) and type(a.get("buffer")) is int and type(a.get("bytes")) is int and a["bytes"] >= 0
+            and isinstance(a.get("dtype"), str))
+
+
 def _capture_arg_ok(a):
     if not isinstance(a, dict):
         return False
-    if "argument_buffer" in a:
+    if "argument_buffer" in a:  # its entries are buffers, never argument buffers again
         b = a["argument_buffer"]
-        return isinstance(b, list) and len(b) > 0 and all("buffer" in x and _capture_arg_ok(x) for x in b)
+        return isinstance(b, list) and len(b) > 0 and all(_buffer_arg_ok(x) for x in b)
     if "buffer" in a:
-        return type(a["buffer"]) is int and type(a.get("bytes")) is int and a["bytes"] >= 0 and isinstance(
-            a.get("dtype"), str)
+        return _buffer_arg_ok(a)
     return isinstance(a.get("bytes_hex"), str) and _hex(a["bytes_hex"])
 
 
@@ -134,23 +158,24 @@ def _read_capture(path):
         with open(path, encoding="utf-8", errors="replace") as f:
             text = f.read()
     except OSError as e:
-        raise SystemExit(f"{path}: {e.strerror}") from None
+        raise _Refused(f"{path}: {e.strerror}") from None
     lines = text.split("\n")
     partial = lines.pop()  # "" when the file ends with its newline
     records, libraries = [], set()
     for n, line in enumerate(lines, 1):
         try:
             r = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than any record is
             r = None
         if n == 1 and not (isinstance(r, dict) and "bronze_capture" in r):
-            raise SystemExit(f"{path}: not a bronze capture file")
+            raise _Refused(f"{path}: not a bronze capture file")
         if n > 1 and not (isinstance(r, dict) and _capture_record_ok(r, libraries)):
-            raise SystemExit(f"{path}:{n}: not a capture record")
+            raise _Refused(f"{path}:{n}: not a capture record")
+        r["line"] = n
         records.append(r)
     if not records or records[0]["bronze_capture"] != 1:
-        raise SystemExit(f"{path}: not a bronze capture file" if not records else
-                         f"{path}: capture format {records[0]['bronze_capture']!r}, this bronze reads 1")
+        raise _Refused(f"{path}: not a bronze capture file" if not records else
+                       f"{path}: capture format {records[0]['bronze_capture']!r}, this bronze reads 1")
     if partial:
         print(f"{path}: the last record is incomplete (the process stopped while writing it); left out",
               file=sys.stderr)
@@ -184,32 +209,46 @@ def _replay(args):
     import bronze
 
     records = _read_capture(args.file)
-    libraries = {r["library"]: bronze.compile_shader(r["source"]) for r in records if "source" in r}
-    buffers = {}
+    libraries, buffers = {}, {}
 
     def buffer(a):
         key = a["buffer"]
         if key not in buffers:  # same identity, same buffer: data flows as recorded
             dt = bronze.as_dtype(a["dtype"])
+            if a["bytes"] % dt.itemsize:
+                raise ValueError(f"{a['bytes']} bytes are no whole number of {dt}")
             buffers[key] = bronze.zeros(a["bytes"] // dt.itemsize, dtype=dt)
         return buffers[key]
 
+    # What a doctored capture gets from bronze (a source that does not build,
+    # an unknown dtype or kernel, a buffer past memory, arguments the kernel
+    # refuses) is refused with its record's line; a kernel that faults, with
+    # its name, at the end.
+    refusals = (bronze.BronzeError, ValueError, TypeError)
     ran = 0
     for r in records:
-        if "kernel" not in r:
-            continue
-        call = []
-        for a in r["args"]:
-            if "argument_buffer" in a:
-                call.append([buffer(b) for b in a["argument_buffer"]])
-            elif "buffer" in a:
-                call.append(buffer(a))
-            else:
-                call.append(bytes.fromhex(a["bytes_hex"]))
-        kernel = getattr(libraries[r["library"]], r["kernel"])
-        kernel(*call, threads=tuple(r["grid"]), group_size=tuple(r["group"]))
+        try:
+            if "source" in r:
+                libraries[r["library"]] = bronze.compile_shader(r["source"])
+            if "kernel" not in r:
+                continue
+            call = []
+            for a in r["args"]:
+                if "argument_buffer" in a:
+                    call.append([buffer(b) for b in a["argument_buffer"]])
+                elif "buffer" in a:
+                    call.append(buffer(a))
+                else:
+                    call.append(bytes.fromhex(a["bytes_hex"]))
+            kernel = libraries[r["library"]]._kernel(r["kernel"])
+            kernel(*call, threads=tuple(r["grid"]), group_size=tuple(r["group"]))
+        except refusals as e:
+            raise _Refused(f"{args.file}:{r['line']}: {e}") from None
         ran += 1
-    bronze.synchronize()
+    try:
+        bronze.synchronize()
+    except bronze.DeviceError as e:
+        raise _Refused(f"{args.file}: {e}") from None
     print(f"replayed {ran} kernel dispatches from {args.file} ({len(buffers)} buffers)")
     return 0
 
@@ -236,7 +275,11 @@ def main(argv=None):
     replay.add_argument("file")
     replay.set_defaults(func=_replay)
     args = parser.parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except _Refused as e:
+        print(f"bronze {' '.join(filter(None, (args.command, getattr(args, 'action', None))))}: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -32,6 +32,20 @@ def _short(name, message, method):
     return f"{name}() takes {' or '.join(expected) or 'other arguments'}; got ({', '.join(got)})"
 
 
+def text(value, what):
+    """value, a str the C++ core can take (it has a UTF-8 form), else a
+    TypeError or ValueError naming `what`."""
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a str, got {type(value).__name__}")
+    if not value.isascii():  # O(1): the common case costs nothing
+        try:
+            value.encode()
+        except UnicodeEncodeError as e:
+            raise ValueError(f"{what} is not valid text: it holds a lone surrogate {value[e.start]!r} at index "
+                             f"{e.start}, which has no UTF-8 form") from None
+    return value
+
+
 def _wrap(f, name, method=False):
     @functools.wraps(f)
     def call(*args, **kwargs):
@@ -40,6 +54,10 @@ def _wrap(f, name, method=False):
         except TypeError as e:
             if _DUMP not in str(e):
                 raise
+            # A str nanobind could not convert had the right type: said so.
+            for where, v in [*enumerate(args[1:] if method else args, 1), *kwargs.items()]:
+                if isinstance(v, str):
+                    text(v, f"{name}(): argument {where}" if isinstance(where, int) else f"{name}(): {where}")
             raise TypeError(_short(name, str(e), method)) from None
     return call
 

@@ -140,7 +140,7 @@ def randn(*size, dtype=None, device=None):
 def randint(low, high=None, size=(), *, dtype=None, device=None):
     if high is None:
         low, high = 0, low
-    return _C._randint(int(low), int(high), _shape((tuple(size),)), as_dtype(dtype or "int64"), device)
+    return _C._randint(low, high, _shape((tuple(size),)), as_dtype(dtype or "int64"), device)
 
 
 def asarray(obj, *, dtype=None, device=None):

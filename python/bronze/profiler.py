@@ -8,7 +8,7 @@ a block to a capture file (`bronze capture show FILE` lists it).
 import contextlib
 import os
 
-from . import _C
+from . import _C, _arguments
 from .errors import ProfilerError
 
 
@@ -21,7 +21,7 @@ def _path(p, what):
         raise TypeError(f"{what} is a file name (str or os.PathLike), got {type(p).__name__}") from None
     if "\0" in name or not name:
         raise ValueError(f"{what}: {name!r} is not a file name")
-    return name
+    return _arguments.text(name, what)
 
 
 def start(mode="interval", wait_until_completed=False):
@@ -29,7 +29,7 @@ def start(mode="interval", wait_until_completed=False):
     if not isinstance(mode, str):
         raise ProfilerError(f"profiler mode must be a string, got {type(mode).__name__}")
     try:
-        _C._profiler_start(mode, bool(wait_until_completed))
+        _C._profiler_start(_arguments.text(mode, "profiler mode"), bool(wait_until_completed))
     except (ValueError, RuntimeError) as e:
         raise ProfilerError(str(e)) from None
 

@@ -26,6 +26,17 @@ double number_arg(nb::handle h, const char* what) {
   throw TypeError(std::string(what) + " must be a number, got " + Py_TYPE(h.ptr())->tp_name);
 }
 
+std::string text_arg(nb::handle h, const char* what) {
+  if (!PyUnicode_Check(h.ptr())) throw TypeError(std::string(what) + " must be a str, got " + Py_TYPE(h.ptr())->tp_name);
+  Py_ssize_t n = 0;
+  const char* s = PyUnicode_AsUTF8AndSize(h.ptr(), &n);
+  if (!s) {  // a lone surrogate (os.fsdecode of undecodable bytes, "\udcff"): no UTF-8 for it
+    PyErr_Clear();
+    throw ValueError(std::string(what) + " is not valid text: it holds a lone surrogate, which has no UTF-8 form");
+  }
+  return std::string(s, static_cast<std::size_t>(n));
+}
+
 std::int64_t integer_arg(nb::handle h, const char* what) {
   if (PyBool_Check(h.ptr()) || !PyIndex_Check(h.ptr()))
     throw TypeError(std::string(what) + " must be an int, got " + Py_TYPE(h.ptr())->tp_name);

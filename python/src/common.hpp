@@ -66,6 +66,7 @@ void refuse_other_arguments(Class& cls, const char* name, const char* takes) {
   });
 }
 
+std::string text_arg(nb::handle h, const char* what);  // a str with a UTF-8 form (no lone surrogate)
 double number_arg(nb::handle h, const char* what);       // a real number (not a bool)
 std::int64_t integer_arg(nb::handle h, const char* what);  // an int or NumPy integer (not a bool), range-checked
 
@@ -86,7 +87,7 @@ struct type_caster<std::optional<bronze::Device>> {
     } else if (nanobind::isinstance<bronze::Device>(src)) {
       value = nanobind::cast<bronze::Device>(src);
     } else if (PyUnicode_Check(src.ptr())) {
-      value = bronze::Device::parse(nanobind::cast<std::string>(src));
+      value = bronze::Device::parse(bronze::py::text_arg(src, "device"));
     } else {
       throw bronze::TypeError(std::string("device must be a bronze.device, a str such as 'cpu' or 'cuda:0', or "
                                           "None; got ") + Py_TYPE(src.ptr())->tp_name);

@@ -4,6 +4,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include "backends/cpu/blas.hpp"
 #include "bronze/event.hpp"
 #include "bronze/memory.hpp"
 #include "bronze/error.hpp"
@@ -48,16 +49,26 @@ void bind_runtime(nb::module_& m) {
 
   auto device_cls = nb::class_<Device>(m, "device", "A bronze device: 'cpu' or 'cuda:N'.");
   device_cls.def(nb::init<>())
-      .def("__init__", [](Device* d, const std::string& s) { new (d) Device(Device::parse(s)); })
-      .def("__init__", [](Device* d, const std::string& type, int index) {
-        new (d) Device(Device::parse(type + ":" + std::to_string(index)));
+      .def("__init__", [](Device* d, nb::str s) { new (d) Device(Device::parse(text_arg(s, "device"))); })
+      .def("__init__", [](Device* d, nb::str type, nb::handle index) {
+        new (d) Device(Device::parse(text_arg(type, "device type") + ":" +
+                                     std::to_string(integer_arg(index, "device index"))));
       })
       .def_prop_ro("type", [](const Device& d) { return d.type == DeviceType::CPU ? "cpu" : "cuda"; })
       .def_ro("index", &Device::index)
       .def("__str__", &Device::str)
       .def("__repr__", [](const Device& d) { return "device('" + d.str() + "')"; })
-      .def("__eq__", [](const Device& a, const Device& b) { return a == b; })
-      .def("__eq__", [](const Device& a, const std::string& b) { return a == Device::parse(b); })
+      .def("__eq__", [](const Device& a, nb::handle b) -> nb::object {
+        // As Python's own objects: another kind of value, or a str naming no
+        // device, is unequal (None in [d], d == 5), never an exception.
+        if (nb::isinstance<Device>(b)) return nb::bool_(a == nb::cast<const Device&>(b));
+        if (!PyUnicode_Check(b.ptr())) return nb::borrow(Py_NotImplemented);
+        try {
+          return nb::bool_(a == Device::parse(text_arg(b, "device")));
+        } catch (const ValueError&) {
+          return nb::bool_(false);
+        }
+      }, nb::is_operator())
       .def("__hash__", [](const Device& d) { return static_cast<int>(d.type) * 1024 + d.index; });
   refuse_other_arguments<Device>(device_cls, "device", "a str ('cpu', 'cuda', 'cuda:1') or a type and an index");
   nb::implicitly_convertible<std::string, Device>();
@@ -99,7 +110,10 @@ void bind_runtime(nb::module_& m) {
       .def_prop_ro("id", &Stream::id)
       .def("synchronize", &wait_for<Stream>)
       .def("query", &Stream::query)
-      .def("__eq__", [](const Stream& a, const Stream& b) { return a == b; })
+      .def("__eq__", [](const Stream& a, nb::handle b) -> nb::object {
+        if (!nb::isinstance<Stream>(b)) return nb::borrow(Py_NotImplemented);
+        return nb::bool_(a == nb::cast<const Stream&>(b));
+      }, nb::is_operator())
       .def("__hash__", [](const Stream& s) { return s.id(); })
       .def("__repr__", [](const Stream& s) {
         return "<bronze.Stream " + std::to_string(s.id()) + " on " + s.device().str() + ">";
@@ -107,7 +121,7 @@ void bind_runtime(nb::module_& m) {
   m.def("current_stream", &Stream::current, nb::arg("device") = nb::none());
   m.def("default_stream", &Stream::default_stream, nb::arg("device") = nb::none());
   m.def("set_stream", [](nb::handle s) { Stream::set_current(class_arg<Stream>(s, "set_stream(s)", "a bronze.Stream")); },
-        nb::arg("stream"));
+        nb::arg("stream").none());
 
   auto event_cls = nb::class_<Event>(m, "Event", "A point in a stream; with enable_timing, a timestamp.");
   event_cls.def("__init__", [](Event* e, nb::handle enable_timing) {
@@ -161,6 +175,13 @@ void bind_runtime(nb::module_& m) {
   m.def("_profiler_is_running", &profiler::is_running);
   m.def("_profiler_has_unwritten_trace", &profiler::has_unwritten_trace);
   m.def("_capture_enabled", &profiler::is_capture_enabled);
+  m.def("_blas_status", [] {
+    try {
+      cpu::blas::require();  // a $BRONZE_BLAS_LIBRARY that does not load raises (ValueError)
+    } catch (const NotSupportedError&) {  // none found: said by the status
+    }
+    return cpu::blas::status();
+  }, "The CBLAS library mm loads on the CPU, or why there is none.");
   m.def("_capturing", &profiler::is_capturing);
   m.def("_capture_start", &profiler::start_capture, nb::arg("path"));
   m.def("_capture_stop", &profiler::stop_capture);

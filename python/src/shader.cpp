@@ -272,8 +272,12 @@ void bind_shader(nb::module_& m) {
   // Where warnings are errors, the message still reaches stderr rather than
   // failing a compile that worked.
   // The cache folder is fixed now: a relative BRONZE_CACHE_DIR is where the
-  // process imported bronze, whatever it chdirs to later.
-  jit::DiskCache::instance();
+  // process imported bronze, whatever it chdirs to later. A bad $BRONZE_CACHE_*
+  // value is the error of the first compile (and of cache_info), not of import.
+  try {
+    jit::DiskCache::instance();
+  } catch (const ValueError&) {
+  }
   jit::set_warning_handler([](const std::string& msg) {
     nb::gil_scoped_acquire g;
     if (PyErr_WarnEx(PyExc_RuntimeWarning, msg.c_str(), 1) != 0) {
@@ -348,13 +352,21 @@ void bind_shader(nb::module_& m) {
   // a 2.5 us lib.k(x, 1.0) otherwise.
   nb::class_<Library>(m, "Library", "Kernels compiled from one shader source; kernels are attributes.",
                       nb::dynamic_attr())
-      .def("__getattr__", [](nb::handle self, const std::string& name) {
+      .def("__getattr__", [](nb::handle self, nb::str attr) {
+        std::string name;
+        try {
+          name = text_arg(attr, "a kernel name");
+        } catch (const ValueError& e) {  // no kernel has that name: hasattr() answers False
+          throw nb::attribute_error(e.what());
+        }
         if (name.size() > 1 && name[0] == '_' && name[1] == '_') throw nb::attribute_error(name.c_str());
         nb::object k = nb::cast(nb::cast<const Library&>(self).kernel(name));
         nb::setattr(self, name.c_str(), k);
         return k;
       })
       .def("__dir__", [](const Library& lib) { return lib.kernel_names(); })  // as torch.mps: the kernels
+      // A kernel by name, also one named as a Library attribute (kernel_names, specialize).
+      .def("_kernel", [](const Library& lib, nb::handle name) { return lib.kernel(text_arg(name, "a kernel name")); })
       .def("_specialize", [](const Library& lib, const std::string& name,
                              const std::vector<std::pair<std::string, std::string>>& constants) {
         nb::gil_scoped_release g;  // may compile
@@ -363,7 +375,15 @@ void bind_shader(nb::module_& m) {
       .def_prop_ro("kernel_names", &Library::kernel_names)
       .def_prop_ro("hash", &Library::hash)
       .def_prop_ro("device", &Library::device)
-      .def("__contains__", &Library::has_kernel)
+      .def("__contains__", [](const Library& lib, nb::handle name) {
+        // `x in lib` answers for any x, as a dict does: only a kernel's name is in it.
+        if (!PyUnicode_Check(name.ptr())) return false;
+        try {
+          return lib.has_kernel(text_arg(name, "a kernel name"));
+        } catch (const ValueError&) {  // a lone surrogate: no kernel's name
+          return false;
+        }
+      })
       .def("__repr__", [](const Library& lib) {
         std::string s;
         for (const auto& n : lib.kernel_names()) s += (s.empty() ? "" : ", ") + n;

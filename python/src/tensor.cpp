@@ -236,11 +236,9 @@ std::size_t dim_arg(nb::handle h, std::size_t ndim, const char* what) {
   return static_cast<std::size_t>(d < 0 ? d + n : d);
 }
 
-// A shape as torch takes it: ints as separate arguments, or one tuple or
-// list of them; a short TypeError for anything else.
-Shape shape_arg(const nb::args& size) {
-  nb::handle dims = size;
-  if (size.size() == 1 && (PyTuple_Check(size[0].ptr()) || PyList_Check(size[0].ptr()))) dims = size[0];
+// A sequence of ints as a shape: a short TypeError for anything else, a
+// ValueError for an int past int64.
+Shape shape_of(nb::handle dims) {
   Shape shape;
   for (nb::handle d : dims) {
     if (!PyLong_Check(d.ptr()) || PyBool_Check(d.ptr()))
@@ -251,6 +249,13 @@ Shape shape_arg(const nb::args& size) {
     shape.push_back(n);
   }
   return shape;
+}
+
+// A shape as torch takes it: ints as separate arguments, or one tuple or
+// list of them.
+Shape shape_arg(const nb::args& size) {
+  if (size.size() == 1 && (PyTuple_Check(size[0].ptr()) || PyList_Check(size[0].ptr()))) return shape_of(size[0]);
+  return shape_of(size);
 }
 
 // A Python number as a Scalar: bool, int (exactly: int64, or uint64 up to
@@ -414,27 +419,27 @@ void bind_tensor(nb::module_& m) {
       .def("_to_dtype", [](const Tensor& t, DType d) { return t.to(d); })
       .def("copy_", [](Tensor& t, nb::handle src) -> Tensor& {
         return t.copy_(class_arg<Tensor>(src, "copy_(src)", "a bronze.Tensor"));
-      }, nb::arg("src"), nb::rv_policy::none)
+      }, nb::arg("src").none(), nb::rv_policy::none)
       .def("fill_", [](Tensor& t, nb::handle v) -> Tensor& {
         Scalar x(0);
         if (!scalar_arg(v, "fill_ value", true, &x))
           throw TypeError(std::string("fill_ takes a number, got ") + Py_TYPE(v.ptr())->tp_name);
         return t.fill_(x);
-      }, nb::arg("value"), nb::rv_policy::none)
+      }, nb::arg("value").none(), nb::rv_policy::none)
       .def("zero_", &Tensor::zero_, nb::rv_policy::none)
       .def("uniform_", [](Tensor& t, nb::handle from, nb::handle to) -> Tensor& {
         return t.uniform_(number_arg(from, "uniform_(from_)"), number_arg(to, "uniform_(to)"));
-      }, nb::arg("from_") = 0.0, nb::arg("to") = 1.0, nb::rv_policy::none)
+      }, nb::arg("from_").none() = 0.0, nb::arg("to").none() = 1.0, nb::rv_policy::none)
       .def("normal_", [](Tensor& t, nb::handle mean, nb::handle std) -> Tensor& {
         return t.normal_(number_arg(mean, "normal_(mean)"), number_arg(std, "normal_(std)"));
-      }, nb::arg("mean") = 0.0, nb::arg("std") = 1.0, nb::rv_policy::none)
+      }, nb::arg("mean").none() = 0.0, nb::arg("std").none() = 1.0, nb::rv_policy::none)
       .def("random_", [](Tensor& t, nb::handle low, nb::handle high) -> Tensor& {
         if (high.is_none()) return t.random_(0, integer_arg(low, "random_(to)"));  // torch's random_(to): [0, to)
         return t.random_(integer_arg(low, "random_(from)"), integer_arg(high, "random_(to)"));
-      }, nb::arg("low"), nb::arg("high") = nb::none(), nb::rv_policy::none)
+      }, nb::arg("low").none(), nb::arg("high").none() = nb::none(), nb::rv_policy::none)
       .def("record_stream", [](const Tensor& t, nb::handle s) {
         t.record_stream(class_arg<Stream>(s, "record_stream(stream)", "a bronze.Stream"));
-      }, nb::arg("stream"))
+      }, nb::arg("stream").none())
       .def("item", &item_of)
       .def("numpy", &to_numpy)
       .def("_dlpack_array", &export_array)
@@ -476,7 +481,7 @@ void bind_tensor(nb::module_& m) {
 
   m.def("mm", [](nb::handle a, nb::handle b) {
     return mm(class_arg<Tensor>(a, "mm(a, b): a", "a bronze.Tensor"), class_arg<Tensor>(b, "mm(a, b): b", "a bronze.Tensor"));
-  }, nb::arg("a"), nb::arg("b"));
+  }, nb::arg("a").none(), nb::arg("b").none());
   // empty(*size, dtype=None, device=None) parsed here: it is the allocation
   // hot path, and a Python wrapper would triple its cost.
   m.def("empty", [](nb::args size, nb::handle dtype, std::optional<Device> device, bool host_visible) {
@@ -491,11 +496,11 @@ void bind_tensor(nb::module_& m) {
      nb::arg("host_visible") = false);
   m.def("_empty", &empty, nb::arg("shape"), nb::arg("dtype"), nb::arg("device") = nb::none(),
         nb::arg("host_visible") = false);
-  m.def("_full", [](const Shape& s, nb::handle v, DType t, OptDevice d) {
+  m.def("_full", [](nb::handle s, nb::handle v, DType t, OptDevice d) {
     Scalar x(0);
     if (!scalar_arg(v, "fill value", true, &x))
       throw TypeError(std::string("full takes a number, got ") + Py_TYPE(v.ptr())->tp_name);
-    return full(s, x, t, d);
+    return full(shape_of(s), x, t, d);
   });
   m.def("_arange", [](nb::handle start, nb::handle end, nb::handle step, DType t, OptDevice d) {
     // Python ints stay integers (exact int64 ranges); other numbers are doubles.
@@ -503,10 +508,12 @@ void bind_tensor(nb::module_& m) {
       return PyIndex_Check(h.ptr()) && !PyBool_Check(h.ptr()) ? Scalar(integer_arg(h, what)) : Scalar(number_arg(h, what));
     };
     return arange(number(start, "arange start"), number(end, "arange end"), number(step, "arange step"), t, d);
-  });
-  m.def("_rand", &rand);
-  m.def("_randn", &randn);
-  m.def("_randint", &randint);
+  }, nb::arg("start").none(), nb::arg("end").none(), nb::arg("step").none(), nb::arg("dtype"), nb::arg("device").none());
+  m.def("_rand", [](nb::handle s, DType t, OptDevice d) { return rand(shape_of(s), t, d); });
+  m.def("_randn", [](nb::handle s, DType t, OptDevice d) { return randn(shape_of(s), t, d); });
+  m.def("_randint", [](nb::handle low, nb::handle high, nb::handle s, DType t, OptDevice d) {
+    return randint(integer_arg(low, "randint low"), integer_arg(high, "randint high"), shape_of(s), t, d);
+  }, nb::arg("low").none(), nb::arg("high").none(), nb::arg("size"), nb::arg("dtype"), nb::arg("device").none());
   m.def("_from_array", &from_array, nb::arg("obj"));
 }
 

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdlib>
 #include <exception>
 
 #include "bronze/device.hpp"
 #include "bronze/error.hpp"
+#include "jit/env.hpp"
 #include "runtime/capture.hpp"
 #include "runtime/profiler.hpp"
 
@@ -50,10 +50,8 @@ bool is_running() { return runtime::prof::active(); }
 bool has_unwritten_trace() { return runtime::prof::has_unwritten_trace(); }
 
 bool is_capture_enabled() {
-  for (const char* var : {"BRONZE_CAPTURE_ENABLED", "MTL_CAPTURE_ENABLED"}) {
-    const char* v = std::getenv(var);
-    if (v && *v && std::string(v) != "0") return true;
-  }
+  for (const char* var : {"BRONZE_CAPTURE_ENABLED", "MTL_CAPTURE_ENABLED"})
+    if (jit::env_bool(var, false)) return true;
   return false;
 }
 

@@ -1,6 +1,7 @@
 #include "jit/disk_cache.hpp"
 
 #include <dirent.h>
+#include <link.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -14,10 +15,11 @@
 #include <ctime>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <vector>
 
 #include "bronze/error.hpp"
-#include "jit/env_size.hpp"
+#include "jit/env.hpp"
 #include "jit/files.hpp"
 #include "jit/sha256.hpp"
 #include "jit/warnings.hpp"
@@ -124,7 +126,7 @@ DiskCache& DiskCache::instance() {
 DiskCache::DiskCache() {
   max_bytes_ = env_size("BRONZE_CACHE_MAX_BYTES", 1ull << 30);
   remove_stale_builds(temp_base());  // where builds go without a writable cache
-  if (const char* off = std::getenv("BRONZE_CACHE_DISABLE"); off && *off && std::string(off) != "0") {
+  if (env_bool("BRONZE_CACHE_DISABLE", false)) {
     status_ = "disabled by BRONZE_CACHE_DISABLE";
     return;
   }
@@ -242,6 +244,53 @@ std::string DiskCache::store(const std::string& key, const std::string& suffix, 
   }
   trim(path);
   return path;
+}
+
+namespace {
+// The names of the objects loaded in this process, as dlopen was given them.
+std::set<std::string> loaded_names() {
+  std::set<std::string> names;
+  ::dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* out) {
+        if (info->dlpi_name && *info->dlpi_name) static_cast<std::set<std::string>*>(out)->insert(info->dlpi_name);
+        return 0;
+      },
+      &names);
+  return names;
+}
+}  // namespace
+
+std::optional<std::string> DiskCache::pin(const std::string& path) {
+  std::lock_guard<std::mutex> g(pins_mu_);
+  if (!pins_.empty()) {  // those loaded since, or long unused, go
+    const std::set<std::string> loaded = loaded_names();
+    const std::time_t now = std::time(nullptr);
+    pins_.erase(std::remove_if(pins_.begin(), pins_.end(),
+                               [&](const Pin& p) {
+                                 const bool done = loaded.count(p.path) || now - p.made > 600;
+                                 if (done) ::unlink(p.path.c_str());
+                                 return done;
+                               }),
+                pins_.end());
+  }
+  if (pins_dir_.empty() && writable()) {
+    pins_dir_ = make_build_dir(dir_);  // beside the entries: one file system
+    // Gone with the process (a killed one's, with its build folders, later).
+    if (!pins_dir_.empty())
+      std::atexit([] {
+        DiskCache& c = instance();
+        std::lock_guard<std::mutex> g(c.pins_mu_);
+        remove_tree(c.pins_dir_);
+      });
+  }
+  if (pins_dir_.empty()) return path;
+  // A name of its own each time: an object is loaded once per name, and a
+  // name that was loaded is never reused for another file.
+  std::string pinned = pins_dir_ + "/" + std::to_string(++pins_made_) + "-" + path.substr(path.rfind('/') + 1);
+  if (::link(path.c_str(), pinned.c_str()) != 0)  // the file is gone, or no link can be made (unpinned, as before)
+    return ::access(path.c_str(), F_OK) != 0 && errno == ENOENT ? std::nullopt : std::optional<std::string>(path);
+  pins_.push_back({pinned, std::time(nullptr)});
+  return pinned;
 }
 
 DiskCache::Counters DiskCache::counters() const {

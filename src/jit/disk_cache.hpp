@@ -16,9 +16,11 @@
 #pragma once
 
 #include <atomic>
+#include <ctime>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace bronze::jit {
 
@@ -39,6 +41,13 @@ class DiskCache {
   std::string store(const std::string& key, const std::string& suffix, const std::string& tmp_path);
   // A fresh private directory for a compiler run (inside the cache when on).
   std::string make_work_dir();
+  // A name of this process's own for the file at `path` (an entry, or a
+  // build about to be stored): a hard link another process's trim cannot
+  // take away before the file is loaded (dlopen). Removed once an object
+  // of that name is loaded, or after ten minutes. nullopt when the file is
+  // gone already (trimmed since its lookup: build it again); `path` itself
+  // where no link can be made.
+  std::optional<std::string> pin(const std::string& path);
 
   struct Counters {
     unsigned long long hits = 0, misses = 0, stores = 0, corrupt = 0;
@@ -60,6 +69,14 @@ class DiskCache {
   unsigned long long max_bytes_;
   mutable std::mutex mu_;  // guards counters_ and status_
   Counters counters_;
+  std::mutex pins_mu_;      // guards what follows
+  std::string pins_dir_;    // this process's, made at the first pin
+  unsigned long long pins_made_ = 0;
+  struct Pin {
+    std::string path;
+    std::time_t made;
+  };
+  std::vector<Pin> pins_;
 };
 
 }  // namespace bronze::jit

@@ -25,7 +25,7 @@
 
 #include "bronze/error.hpp"
 #include "jit/disk_cache.hpp"
-#include "jit/env_size.hpp"
+#include "jit/env.hpp"
 #include "jit/files.hpp"
 #include "jit/sha256.hpp"
 
@@ -184,27 +184,7 @@ int run(const std::vector<std::string>& argv, const std::string& log, const std:
     throw Error("cannot start the compiler " + argv[0]);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
-}  // namespace
 
-unsigned long long env_size(const char* var, unsigned long long fallback) {
-  const char* v = std::getenv(var);
-  if (!v || !*v) return fallback;
-  char* end = nullptr;
-  errno = 0;
-  // Digits first: strtoull would take "-1" (as 2^64 - 1) and leading spaces.
-  unsigned long long n = std::isdigit(static_cast<unsigned char>(v[0])) ? std::strtoull(v, &end, 10) : 0;
-  if (errno == ERANGE) n = 0;
-  std::string unit = end ? end : "";
-  if (!unit.empty() && unit.back() == 'B') unit.pop_back();
-  if (!unit.empty() && unit.back() == 'i') unit.pop_back();
-  unsigned long long scale = unit.empty() ? 1 : unit == "K" ? 1ull << 10 : unit == "M" ? 1ull << 20
-                             : unit == "G" ? 1ull << 30 : unit == "T" ? 1ull << 40 : 0;
-  if (end == v || scale == 0 || n == 0 || n > ~0ull / scale)
-    throw ValueError(std::string("$") + var + "='" + v + "' is not a size (e.g. 4G, 512M, 1073741824)");
-  return n * scale;
-}
-
-namespace {
 // Predefined macros say what a compiler is, whatever its file is called
 // (`c++` is either; Clang defines __GNUC__ too, so it is asked first).
 constexpr const char* kProbeSource =
@@ -511,11 +491,14 @@ BuildResult build_shared_object(const std::string& source,
 
   DiskCache& cache = DiskCache::instance();
   BuildResult r;
-  if (auto hit = cache.lookup(k, ".so")) {
-    r.so_path = *hit;
-    r.cache_hit = true;
-    return r;
-  }
+  // What is loaded is a pin of the entry: another process's trim may remove
+  // the entry before the dlopen (then, before the pin: built again).
+  if (auto hit = cache.lookup(k, ".so"))
+    if (auto pinned = cache.pin(*hit)) {
+      r.so_path = *pinned;
+      r.cache_hit = true;
+      return r;
+    }
   std::string work = cache.make_work_dir();
   std::vector<std::string> files = {"kernel.cpp", "kernel.so", "compiler.log"};
   try {
@@ -546,9 +529,13 @@ BuildResult build_shared_object(const std::string& source,
       }
       check_stack(presumed_stack_usage(usage, work + "/kernel.cpp", source));
     }
-    std::string stored = cache.store(k, ".so", work + "/kernel.so");
-    if (stored != work + "/kernel.so") {
+    // Pinned before it is stored: another process's trim may take the entry at once.
+    const std::string built = work + "/kernel.so";
+    const std::optional<std::string> pinned = cache.writable() ? cache.pin(built) : std::nullopt;
+    std::string stored = cache.store(k, ".so", built);
+    if (stored != built) {
       jit::remove_tree(work);
+      if (pinned && *pinned != built) stored = *pinned;
     } else {
       // Not cached: the object stays in its private directory (it is loaded).
       files.erase(files.begin() + 1);

@@ -11,6 +11,7 @@
 #include "backends/cuda/driver_api.hpp"
 #include "bronze/error.hpp"
 #include "runtime/device_impl.hpp"
+#include "jit/env.hpp"
 #include "runtime/fork_state.hpp"
 
 namespace bronze::runtime {
@@ -23,16 +24,16 @@ DeviceImpl& cpu_device() {
 }
 
 Device& current_slot() {
+  // A bad $BRONZE_DEVICE is the error of each call that needs the current
+  // device (never the CPU silently); importing bronze needs none.
   static Device d = [] {
     const char* env = std::getenv("BRONZE_DEVICE");
-    if (env && *env) {
-      try {
-        return Device::parse(env);
-      } catch (const Error&) {
-        // A bad $BRONZE_DEVICE must not break import; the CPU stays current.
-      }
+    if (!env || !*env) return Device(DeviceType::CPU, 0);
+    try {
+      return Device::parse(env);
+    } catch (const ValueError& e) {
+      throw ValueError(std::string("$BRONZE_DEVICE='") + env + "' is not a device: " + e.what());
     }
-    return Device(DeviceType::CPU, 0);
   }();
   return d;
 }
@@ -49,14 +50,7 @@ std::atomic<double> g_time_limit{-1.0};
 double kernel_time_limit() {
   double v = g_time_limit.load(std::memory_order_relaxed);
   if (v >= 0) return v;
-  v = 0;
-  if (const char* env = std::getenv("BRONZE_KERNEL_TIME_LIMIT"); env && *env) {
-    char* end = nullptr;
-    v = std::strtod(env, &end);
-    if (*end || !(v >= 0) || v > 1e9)
-      throw ValueError(std::string("$BRONZE_KERNEL_TIME_LIMIT='") + env +
-                       "' is not a time limit in seconds (e.g. 10 or 0.5; 0 for none)");
-  }
+  v = jit::env_seconds("BRONZE_KERNEL_TIME_LIMIT", 0, 1e9);
   double expected = -1.0;
   g_time_limit.compare_exchange_strong(expected, v);  // set_kernel_time_limit may have come first
   return g_time_limit.load(std::memory_order_relaxed);

@@ -7,6 +7,7 @@
 
 #include "backends/cpu/cpu_device.hpp"
 #include "backends/cpu/cpu_stream.hpp"
+#include "jit/env.hpp"
 #include "runtime/device_impl.hpp"
 #include "runtime/host_memory.hpp"
 #include "bronze/bronze.hpp"
@@ -20,6 +21,53 @@ TEST(Device, ParseAndPrint) {
   EXPECT_THROW(bronze::Device::parse("mps"), bronze::ValueError);
   EXPECT_THROW(bronze::Device::parse("cuda:x"), bronze::ValueError);
   EXPECT_THROW(bronze::Device::parse("cuda:"), bronze::ValueError);
+}
+
+// N37: one parser per kind of setting; a value it cannot read is a
+// ValueError naming the variable and the value, never the default.
+TEST(Environment, SettingsParseStrictly) {
+  const char* var = "BRONZE_TEST_SETTING";
+  auto with = [&](const char* value, auto read) {
+    setenv(var, value, 1);
+    auto r = read();
+    unsetenv(var);
+    return r;
+  };
+  auto refused = [&](const char* value, auto read) {
+    setenv(var, value, 1);
+    std::string what;
+    try {
+      read();
+    } catch (const bronze::ValueError& e) {
+      what = e.what();
+    }
+    unsetenv(var);
+    return what.find(std::string("$BRONZE_TEST_SETTING='") + value + "'") != std::string::npos;
+  };
+  auto flag = [&] { return bronze::jit::env_bool(var, true); };
+  auto count = [&] { return bronze::jit::env_count(var, 7, 1); };
+  auto seconds = [&] { return bronze::jit::env_seconds(var, 3, 1e9); };
+  auto size = [&] { return bronze::jit::env_size(var, 5); };
+  // Unset or empty: the default.
+  EXPECT_TRUE(flag());
+  EXPECT_TRUE(with("", flag));
+  EXPECT_EQ(with("", count), 7);
+  EXPECT_EQ(with("", seconds), 3);
+  EXPECT_EQ(with("", size), 5u);
+  for (const char* off : {"0", "false", "no", "off", "OFF", "False"}) EXPECT_FALSE(with(off, flag)) << off;
+  for (const char* on : {"1", "true", "yes", "on", "YES"}) EXPECT_TRUE(with(on, flag)) << on;
+  for (const char* bad : {" ", "2", "maybe", "truee", " 1"}) EXPECT_TRUE(refused(bad, flag)) << bad;
+  EXPECT_EQ(with("16", count), 16);
+  for (const char* bad : {"abc", "0", "-1", "1e3", "0x10", " 5", "5 ", "99999999999999999999"})
+    EXPECT_TRUE(refused(bad, count)) << bad;
+  EXPECT_EQ(with("0.5", seconds), 0.5);
+  EXPECT_EQ(with(".5", seconds), 0.5);
+  EXPECT_EQ(with("1e3", seconds), 1000);
+  EXPECT_EQ(with("0", seconds), 0);
+  for (const char* bad : {"-1", "inf", "nan", "abc", "0x10", "1e10", " 5", "5s"}) EXPECT_TRUE(refused(bad, seconds)) << bad;
+  EXPECT_EQ(with("2G", size), 2ull << 30);
+  EXPECT_EQ(with("512MiB", size), 512ull << 20);
+  for (const char* bad : {"-5", "lots", "0", "1X", "99999999999999999999", "20000000T"}) EXPECT_TRUE(refused(bad, size)) << bad;
 }
 
 TEST(Device, AvailabilityAndProperties) {

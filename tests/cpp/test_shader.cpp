@@ -1,10 +1,17 @@
+#include <dlfcn.h>
+#include <dirent.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <iterator>
 
 #include "bronze/bronze.hpp"
+#include "jit/disk_cache.hpp"
+#include "jit/host_compiler.hpp"
 #include "jit/sha256.hpp"
 #include "shader/bronzelib.hpp"
 #include "shader/lexer.hpp"
@@ -348,3 +355,37 @@ TEST(Bronzelib, AnObjectThatDoesNotMatchItsSourceIsRefusedOrRebuilt) {
   EXPECT_EQ(rebuilt.kernel("k").info().params.size(), 2u);  // the carried source's signature
 }
 
+// N27: another process trimming the cache may remove an entry between its
+// lookup and the dlopen; what is loaded is this process's pin of it.
+TEST(CompileCache, AnEntryTrimmedAfterItsLookupStillLoads) {
+  auto& cache = bronze::jit::DiskCache::instance();
+  if (!cache.writable() || !bronze::jit::HostCompiler::get().available()) GTEST_SKIP() << "no writable cache";
+  const std::string src = "extern \"C\" int bronze_pin_probe() { return " +
+                          std::to_string(std::chrono::steady_clock::now().time_since_epoch().count() % 1000000) +
+                          "; }\n";
+  const std::vector<std::string> flags = {"-shared", "-fPIC"};
+  for (bool hit : {false, true}) {
+    auto r = bronze::jit::build_shared_object(src, {}, flags, nullptr);
+    ASSERT_FALSE(r.so_path.empty()) << r.diagnostics;
+    EXPECT_EQ(r.cache_hit, hit);
+    // The trim: every name of that file in the cache folder goes.
+    struct stat built;
+    ASSERT_EQ(::stat(r.so_path.c_str(), &built), 0);
+    DIR* d = ::opendir(cache.dir().c_str());
+    ASSERT_NE(d, nullptr);
+    while (dirent* e = ::readdir(d)) {
+      const std::string p = cache.dir() + "/" + e->d_name;
+      struct stat st;
+      if (::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_ino == built.st_ino) ::unlink(p.c_str());
+    }
+    ::closedir(d);
+    void* h = ::dlopen(r.so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(h, nullptr) << ::dlerror();
+    EXPECT_NE(::dlsym(h, "bronze_pin_probe"), nullptr);
+    ::dlclose(h);
+    if (!hit) {  // stored again, for the lookup that follows
+      auto again = bronze::jit::build_shared_object(src, {}, flags, nullptr);
+      ASSERT_FALSE(again.cache_hit);
+    }
+  }
+}

@@ -122,6 +122,9 @@ def _tiny_fraction():
 CASES = [
     ("device(spec)", "unknown device type", lambda: bronze.device("mps"), ValueError, "expected 'cpu'"),
     ("device(spec)", "non-numeric index", lambda: bronze.device("cuda:x"), ValueError, "index must be a number"),
+    ("device(spec)", "a lone surrogate (no UTF-8 form)", lambda: bronze.device("\udcff"), ValueError, "device is not valid text"),
+    ("device(type, index)", "an index past int64", lambda: bronze.device("cuda", 2**64), ValueError, "device index = 18446744073709551616 does not fit in int64"),
+    ("is_available(device_type)", "a lone surrogate", lambda: bronze.is_available("\udcff"), ValueError, "is_available(): argument 1 is not valid text"),
     ("set_device(d)", "absent CUDA device", lambda: bronze.set_device("cuda:7"), bronze.NotSupportedError, "no CUDA device cuda:7"),
     ("get_device_properties(d)", "CPU index other than 0", lambda: bronze.get_device_properties("cpu:1"), ValueError, "one CPU device"),
     ("set_per_process_memory_fraction(f)", "an int", lambda: bronze.set_per_process_memory_fraction(1), TypeError, "must be `float`"),
@@ -172,6 +175,9 @@ CASES = [
     ("Tensor.normal_(mean, std)", "integer tensor", lambda: bronze.ones(2, dtype=bronze.int32).normal_(), TypeError, "floating tensor"),
     ("Tensor.normal_(mean, std)", "negative std", lambda: bronze.ones(2).normal_(0, -1), ValueError, "std >= 0"),
     ("randint(low, high)", "empty range", lambda: bronze.randint(3, 3, (2,)), ValueError, "low < high"),
+    ("randint(low, high)", "high past int64", lambda: bronze.randint(0, 2**63), ValueError, "randint high = 9223372036854775808 does not fit in int64"),
+    ("randint(low, high)", "a float", lambda: bronze.randint(0, 2.5), TypeError, "randint high must be an int, got float"),
+    ("rand(*size)", "a size past int64", lambda: bronze.rand(2**70), ValueError, "shape entry 1180591620717411303424 is out of range"),
     ("set_rng_state(state)", "not a tensor", lambda: bronze.set_rng_state(b"x" * 44), TypeError, "bronze.Tensor"),
     ("set_rng_state(state)", "not uint8", lambda: bronze.set_rng_state(bronze.zeros(44)), TypeError, "uint8"),
     ("set_rng_state(state)", "wrong size", lambda: bronze.set_rng_state(bronze.zeros(10, dtype=bronze.uint8)), RuntimeError, "must be 44 bytes"),
@@ -198,6 +204,11 @@ CASES = [
     ("compile_shader(include_dirs=)", "a missing folder", lambda: bronze.compile_shader("", include_dirs=["/nonexistent"]), ValueError, "no folder"),
     ("compile_shader(defines=)", "not a macro name", lambda: bronze.compile_shader("", defines={"1X": "2"}), ValueError, "not a macro name"),
     ("compile_shader(language=)", "unknown language", lambda: bronze.compile_shader(SEED, language="glsl"), ValueError, "unknown shader language"),
+    ("compile_shader(language=)", "None", lambda: bronze.compile_shader(SEED, language=None), TypeError, "language must be 'metal' or 'cuda', got NoneType"),
+    ("compile_shader(source)", "a lone surrogate (no UTF-8 form)", lambda: bronze.compile_shader(SEED + "// \udcff"), ValueError, "the source is not valid text: it holds a lone surrogate"),
+    ("compile_shader(headers=)", "a lone surrogate", lambda: bronze.compile_shader(SEED, headers={"a.h": "\udcff"}), ValueError, "headers['a.h'] is not valid text"),
+    ("compile_shader(filename=)", "bytes", lambda: bronze.compile_shader(SEED, filename=b"x.metal"), TypeError, "filename must be a str or os.PathLike, got bytes"),
+    ("compile_shader(validate=)", "a str", lambda: bronze.compile_shader(SEED, validate="yes"), TypeError, "validate must be True or False, got str"),
     ("lib.<name>", "unknown kernel", lambda: _lib().nope, bronze.KernelNotFoundError, "its kernels: full"),
     ("lib.<name>", "a kernel template the source never instantiates", lambda: bronze.compile_shader("template <typename T>\nkernel void k(device T* x) {}\n").k, bronze.KernelNotFoundError, "instantiates none; add an instantiation"),
     ("lib.k(*args)", "wrong argument count", lambda: _lib().full(bronze.ones(4)), TypeError, "takes 2 arguments"),
@@ -269,6 +280,10 @@ BY_DESIGN = [
      "bronze has no elementwise comparison ops and no bool tensor results to give; `==` is Python's "
      "default object identity, so tensors stay usable as dict keys and in sets (`__hash__`). torch compares "
      "elementwise; compare values with `a.numpy() == b.numpy()` (issue #34, N46)"),
+    ("import bronze", "in a subinterpreter", "`ImportError` (bronze runs in the main interpreter only); the main "
+     "interpreter's bronze goes on working",
+     "its C++ core keeps one state per process (nanobind's type registry), as NumPy, which it uses, does; "
+     "executed again in a subinterpreter it would replace the main interpreter's (issue #34, N21)"),
 ]
 
 

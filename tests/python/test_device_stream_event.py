@@ -16,6 +16,19 @@ def test_device_queries():
         bronze.device("mps")
 
 
+def test_equality_with_other_values_is_false_never_an_error():
+    # N25: device == None, device == 5, `dev in [None, ...]` and Stream() == 5
+    # raised TypeError; Python's own objects answer False.
+    cpu, s = bronze.device("cpu"), bronze.Stream()
+    for other in (None, 5, 2.5, "gpu", "\udcff", object()):
+        assert not cpu == other and cpu != other
+        assert not s == other and s != other
+    assert cpu in [None, "cpu"] and cpu == bronze.device("cpu:0") and cpu == "cpu:0"
+    assert s in [None, s] and s == s and s != bronze.Stream()
+    lib = bronze.compile_shader("kernel void k(device float* o) {}")
+    assert "k" in lib and 5 not in lib and "\udcff" not in lib and not hasattr(lib, "\udcff")
+
+
 def test_cuda_absent_is_clean():
     if bronze.is_available("cuda"):
         pytest.skip("CUDA present")

@@ -218,6 +218,22 @@ def run_fork(use_first):
     return r.stdout.strip().split("\n")
 
 
+def test_an_import_in_a_subinterpreter_leaves_the_main_interpreter_working():
+    # N21: the import failed (fine), but it had already executed the C++
+    # core in the subinterpreter, replacing the main interpreter's nanobind
+    # registry: bronze.ones(2) there raised "incompatible function arguments".
+    pytest.importorskip("_xxsubinterpreters", reason="Python 3.11 and 3.12 offer subinterpreters through it")
+    code = ("import _xxsubinterpreters as si, bronze\n"
+            "iid = si.create()\n"
+            "try:\n    si.run_string(iid, 'import bronze')\nexcept si.RunFailedError as e:\n    print(e)\n"
+            "si.destroy(iid)\n"
+            "print(bronze.ones(2).numpy().tolist())\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["<class 'ImportError'>: bronze runs in the main interpreter only (its C++ core "
+                                     "and NumPy keep one state per process)", "[1.0, 1.0]"], r.stdout
+
+
 def test_a_child_forked_after_bronze_started_is_refused_at_once():
     lines = run_fork(True)
     assert len(lines) == 7

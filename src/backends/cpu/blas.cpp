@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <vector>
 
 #include "bronze/error.hpp"
 
@@ -19,20 +20,23 @@ struct Lib {
   sgemm_t sgemm = nullptr;
   dgemm_t dgemm = nullptr;
   std::string status;
+  bool chosen = false;  // named by $BRONZE_BLAS_LIBRARY
 };
 
 const Lib& lib() {
   static const Lib l = [] {
     Lib r;
     std::string tried;
+    // The library named is used or is an error, never another one silently.
     const char* env = std::getenv("BRONZE_BLAS_LIBRARY");
-    const char* names[] = {env, "libopenblas.so.0", "libopenblas.so", "libcblas.so.3",
-                           "libblas.so.3"};
+    r.chosen = env && *env;
+    std::vector<const char*> names = {"libopenblas.so.0", "libopenblas.so", "libcblas.so.3", "libblas.so.3"};
+    if (r.chosen) names = {env};
     for (const char* name : names) {
-      if (!name || !*name) continue;
       void* h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
       if (!h) {
-        tried += std::string(tried.empty() ? "" : "; ") + name + ": not found";
+        const char* why = dlerror();
+        tried += std::string(tried.empty() ? "" : "; ") + (why ? why : name);
         continue;
       }
       auto s = reinterpret_cast<sgemm_t>(dlsym(h, "cblas_sgemm"));
@@ -46,8 +50,9 @@ const Lib& lib() {
       tried += std::string(tried.empty() ? "" : "; ") + name + ": no cblas_sgemm";
       dlclose(h);
     }
-    r.status = "no CBLAS library found (" + tried +
-               "); install libopenblas0 or set BRONZE_BLAS_LIBRARY";
+    r.status = r.chosen ? std::string("$BRONZE_BLAS_LIBRARY='") + env + "' is not a CBLAS library bronze can load (" +
+                              tried + "); set it to one (libopenblas.so.0, a path) or unset it"
+                        : "no CBLAS library found (" + tried + "); install libopenblas0 or set BRONZE_BLAS_LIBRARY";
     return r;
   }();
   return l;
@@ -55,12 +60,13 @@ const Lib& lib() {
 
 const Lib& need() {
   const Lib& l = lib();
-  if (!l.sgemm) throw NotSupportedError("mm on the CPU needs a BLAS: " + l.status);
-  return l;
+  if (l.sgemm) return l;
+  if (l.chosen) throw ValueError(l.status);
+  throw NotSupportedError("mm on the CPU needs a BLAS: " + l.status);
 }
 }  // namespace
 
-bool available() { return lib().sgemm != nullptr; }
+void require() { need(); }
 std::string status() { return lib().status; }
 
 void sgemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b,

@@ -6,9 +6,10 @@
 
 namespace bronze::cpu::blas {
 
-// True when a CBLAS library was found ($BRONZE_BLAS_LIBRARY, else OpenBLAS,
-// else the system libblas/libcblas).
-bool available();
+// Throws unless a CBLAS library was found: the one $BRONZE_BLAS_LIBRARY
+// names (ValueError when it does not load), else OpenBLAS, else the system
+// libblas/libcblas (NotSupportedError when none does).
+void require();
 std::string status();  // the library loaded, or why none was
 
 // Row-major C = A @ B. trans_a/trans_b: the operand is stored transposed.

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/blas.hpp"
 #include "backends/cpu/cpu_event.hpp"
 #include "backends/cpu/cpu_kernels.hpp"
 #include "backends/cpu/cpu_module.hpp"
@@ -63,7 +64,13 @@ class CpuDevice final : public runtime::DeviceImpl {
                          auto e = std::make_unique<CpuEvent>(false);
                          e->record(s);
                          return std::unique_ptr<runtime::EventImpl>(std::move(e));
-                       }}) {}
+                       }}) {
+    // The settings its workers read, read here first: a bad $BRONZE_NUM_THREADS
+    // or $BRONZE_KERNEL_TIME_LIMIT is the error of the call that needed the
+    // device, never of queued work.
+    ThreadPool::configured_size();
+    runtime::kernel_time_limit();
+  }
 
   Device device() const override { return Device(DeviceType::CPU, 0); }
 
@@ -138,6 +145,7 @@ class CpuDevice final : public runtime::DeviceImpl {
   }
   void matmul(runtime::StreamImpl& s, const runtime::View& out, const runtime::View& a,
               const runtime::View& b) override {
+    blas::require();  // no BLAS is the caller's error, not the queued work's
     q(s).enqueue("mm", "kernel", [out, a, b] { kernels::matmul(out, a, b); });
   }
   void load_module(const runtime::ModuleObject& object, std::vector<runtime::ModuleKernel>& kernels) override {

@@ -146,7 +146,17 @@ ThreadState::~ThreadState() {
   munmap(altstack, altstack_bytes);
 }
 
-struct sigaction g_previous[NSIG];
+// What runs for a fault outside kernels: the handler each signal had before
+// bronze's (g_before), and the one bronze last displaced when it found
+// another library's handler in its place and put its own back (g_displaced;
+// g_before until then). Pointers, each written once before it is published:
+// a handler may read them on any thread at any time, so none is ever freed.
+std::atomic<const struct sigaction*> g_before[NSIG], g_displaced[NSIG];
+
+// The fault signal this thread handed to another handler and that may come
+// back: the handler bronze displaced passes it on to the one it replaced,
+// bronze's (faulthandler restores that one and raises the signal again).
+__attribute__((tls_model("initial-exec"))) thread_local int t_handed_on = 0;
 
 #if defined(__x86_64__)
 // The length of the div/idiv at `p` (0 if it is not one), and its operand
@@ -209,19 +219,25 @@ std::uintptr_t stack_pointer(void*) { return 0; }
 bool write_fault(void*) { return false; }
 #endif
 
-// Not ours: what would have happened without bronze.
+// Not ours: what would have happened without bronze. A fault the handler
+// bronze displaced hands back goes on to the handler before bronze's.
 void chain(int sig, siginfo_t* info, void* uctx) {
-  const struct sigaction& prev = g_previous[sig];
+  const bool back = t_handed_on == sig;
+  const struct sigaction& prev = *(back ? g_before : g_displaced)[sig].load(std::memory_order_acquire);
+  t_handed_on = sig;
   if (prev.sa_flags & SA_SIGINFO) {
     if (prev.sa_sigaction) prev.sa_sigaction(sig, info, uctx);
-    return;
+  } else if (prev.sa_handler == SIG_DFL || (prev.sa_handler == SIG_IGN && info->si_code > 0)) {
+    // The default action, as for a fault the kernel cannot deliver (an
+    // ignored one too): a fault runs again and ends the process; a signal
+    // sent by kill() is raised again.
+    signal(sig, SIG_DFL);
+    if (info->si_code <= 0) raise(sig);
+  } else if (prev.sa_handler != SIG_IGN) {
+    prev.sa_handler(sig);
   }
-  if (prev.sa_handler == SIG_IGN) return;
-  if (prev.sa_handler == SIG_DFL) {
-    signal(sig, SIG_DFL);  // the faulting instruction runs again and ends the process
-    return;
-  }
-  prev.sa_handler(sig);
+  sigset_t pending;
+  t_handed_on = !back && sigpending(&pending) == 0 && sigismember(&pending, sig) ? sig : 0;
 }
 
 void on_signal(int sig, siginfo_t* info, void* uctx) {
@@ -252,16 +268,33 @@ void on_signal(int sig, siginfo_t* info, void* uctx) {
   siglongjmp(*t->jump, 1);
 }
 
-void install_handlers() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    struct sigaction sa {};
-    sa.sa_sigaction = on_signal;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-    sigemptyset(&sa.sa_mask);
-    for (int sig : kFaultSignals) sigaction(sig, &sa, &g_previous[sig]);
-    sigaction(stop_signal(), &sa, &g_previous[stop_signal()]);
-  });
+bool is_ours(const struct sigaction& sa) { return (sa.sa_flags & SA_SIGINFO) && sa.sa_sigaction == on_signal; }
+
+// Puts bronze's handler for `sig` back if another library (a crash reporter,
+// faulthandler, a test harness, signal.signal) installed its own since the
+// last launch: that one would meet the kernel's faults. Reading a handler is
+// one system call; replacing one happens only when it is not bronze's.
+void assert_handler(int sig) {
+  static std::mutex mu;
+  struct sigaction now {};
+  if (sigaction(sig, nullptr, &now) != 0 || is_ours(now)) return;
+  std::lock_guard<std::mutex> g(mu);
+  if (sigaction(sig, nullptr, &now) != 0 || is_ours(now)) return;  // another launch put it back first
+  // Published before bronze's handler is, which reads it.
+  auto* displaced = new struct sigaction(now);  // never freed (above); one per handler found in bronze's place
+  if (!g_before[sig].load(std::memory_order_relaxed)) g_before[sig].store(displaced, std::memory_order_release);
+  g_displaced[sig].store(displaced, std::memory_order_release);
+  struct sigaction ours {};
+  ours.sa_sigaction = on_signal;
+  ours.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  sigemptyset(&ours.sa_mask);
+  sigaction(sig, &ours, nullptr);
+}
+
+// At each launch; the stop signal's only for a launch with a time limit.
+void assert_handlers(bool stoppable) {
+  for (int sig : kFaultSignals) assert_handler(sig);
+  if (stoppable) assert_handler(stop_signal());
 }
 
 ThreadState& thread_state() {
@@ -329,7 +362,7 @@ std::string hex(std::uintptr_t v) {
 
 KernelGuard::KernelGuard(std::string kernel, double time_limit_s)
     : kernel_(std::move(kernel)), time_limit_s_(time_limit_s) {
-  install_handlers();
+  assert_handlers(time_limit_s_ > 0);
   if (time_limit_s_ > 0)
     deadline_ = std::chrono::steady_clock::now() +
                 std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(time_limit_s_));

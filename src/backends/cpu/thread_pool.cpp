@@ -2,11 +2,11 @@
 
 #include "backends/cpu/spin.hpp"
 #include "jit/cpus.hpp"
+#include "jit/env.hpp"
 #include "runtime/fork_state.hpp"
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <exception>
 #include <system_error>
 
@@ -23,14 +23,15 @@ struct ThreadPool::Job {
 };
 
 ThreadPool& ThreadPool::instance() {
-  static ThreadPool* pool = [] {
-    int n = jit::available_cpus();
-    // At most 1024 (more only adds switching); a count the system cannot
-    // start stops at the threads it could (below).
-    if (const char* env = std::getenv("BRONZE_NUM_THREADS")) n = std::clamp(std::atoi(env), 1, 1024);
-    return new ThreadPool(n);  // never destroyed: workers may be busy at exit
-  }();
+  static ThreadPool* pool = new ThreadPool(configured_size());  // never destroyed: workers may be busy at exit
   return *pool;
+}
+
+int ThreadPool::configured_size() {
+  // At most 1024 (more only adds switching); a count the system cannot
+  // start stops at the threads it could (below).
+  static const int n = static_cast<int>(std::min(jit::env_count("BRONZE_NUM_THREADS", jit::available_cpus(), 1), 1024ll));
+  return n;
 }
 
 ThreadPool::ThreadPool(int threads) {

@@ -17,8 +17,12 @@ namespace bronze::cpu {
 
 class ThreadPool {
  public:
-  // Sized to the CPUs this process may run on, or $BRONZE_NUM_THREADS.
+  // Sized by configured_size().
   static ThreadPool& instance();
+  // The CPUs this process may run on, or $BRONZE_NUM_THREADS (a whole number
+  // >= 1, else a ValueError naming it), at most 1024. Read without starting
+  // the pool.
+  static int configured_size();
   explicit ThreadPool(int threads);
   ~ThreadPool();
 

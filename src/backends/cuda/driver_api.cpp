@@ -2,9 +2,9 @@
 
 #include <dlfcn.h>
 
-#include <cstdlib>
 
 #include "bronze/error.hpp"
+#include "jit/env.hpp"
 #include "runtime/fork_state.hpp"
 
 namespace bronze::cuda {
@@ -26,7 +26,7 @@ bool sym(void* h, F*& f, const char* name, std::string& missing) {
 const Loaded& loaded() {
   static const Loaded l = [] {
     Loaded r;
-    if (const char* off = std::getenv("BRONZE_DISABLE_CUDA"); off && *off && std::string(off) != "0") {
+    if (jit::env_bool("BRONZE_DISABLE_CUDA", false)) {
       r.status = "disabled by BRONZE_DISABLE_CUDA";
       return r;
     }

@@ -56,8 +56,9 @@ const Nvrtc& lib() {
       return r;
     }
     r.version = nullptr;
-    r.status = "no NVRTC library found (libnvrtc.so.13/.12 on the library path, $CUDA_HOME/lib64, "
-               "/usr/local/cuda/lib64, or $BRONZE_NVRTC_LIBRARY)";
+    r.status = toolkit_library_missing("BRONZE_NVRTC_LIBRARY", "NVRTC",
+                                       "no NVRTC library found (libnvrtc.so.13/.12 on the library path, "
+                                       "$CUDA_HOME/lib64, /usr/local/cuda/lib64, or $BRONZE_NVRTC_LIBRARY)");
     return r;
   }();
   return n;

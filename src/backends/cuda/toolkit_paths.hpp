@@ -1,6 +1,8 @@
-// Where a CUDA toolkit library may be: $<override_env>, then the library
-// path, $CUDA_HOME/lib64, $CUDA_PATH/lib64 and /usr/local/cuda/lib64, each
-// for the CUDA 13 and 12 sonames and the bare name, in that order.
+// Where a CUDA toolkit library may be: $<override_env> alone when it is set
+// (the library named is used or is an error, never another one silently),
+// else the library path, $CUDA_HOME/lib64, $CUDA_PATH/lib64 and
+// /usr/local/cuda/lib64, each for the CUDA 13 and 12 sonames and the bare
+// name, in that order.
 #pragma once
 
 #include <cstdlib>
@@ -10,8 +12,8 @@
 namespace bronze::cuda {
 
 inline std::vector<std::string> toolkit_library_candidates(const char* override_env, const std::string& stem) {
+  if (const char* env = std::getenv(override_env); env && *env) return {env};
   std::vector<std::string> names;
-  if (const char* env = std::getenv(override_env); env && *env) names.push_back(env);
   std::vector<std::string> dirs = {""};
   for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
     if (const char* v = std::getenv(var); v && *v) dirs.push_back(std::string(v) + "/lib64/");
@@ -19,6 +21,14 @@ inline std::vector<std::string> toolkit_library_candidates(const char* override_
   for (const auto& d : dirs)
     for (const char* suffix : {".so.13", ".so.12", ".so"}) names.push_back(d + stem + suffix);
   return names;
+}
+
+// Why no candidate loaded: `not_found` after the search, or that the one
+// $<override_env> names is no `kind` library.
+inline std::string toolkit_library_missing(const char* override_env, const std::string& kind, std::string not_found) {
+  if (const char* env = std::getenv(override_env); env && *env)
+    return std::string("$") + override_env + "='" + env + "' is not a " + kind + " library bronze can load";
+  return not_found;
 }
 
 }  // namespace bronze::cuda

@@ -1,0 +1,96 @@
+"""The `bronze` command line refuses bad input with one line on stderr and exit
+status 2, never a traceback (N31)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import bronze
+from bronze.__main__ import main
+
+SEED = "kernel void full(device float* out, constant float& val, uint idx [[thread_position_in_grid]]) { out[idx] = val; }"
+
+
+def refused(argv, capsys, words):
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert err.count("\n") == 1 and err.startswith(f"bronze {' '.join(argv[:2 if argv[0] == 'capture' else 1])}: "), err
+    assert words in err, err
+
+
+@pytest.mark.parametrize("output, words", [("/nonexistent/k.bronzelib", "No such file or directory"),
+                                           ("folder", "Is a directory"),
+                                           ("/dev/full", "No space left on device")])
+def test_compile_to_an_output_it_cannot_write(output, words, tmp_path, capsys):
+    src = tmp_path / "k.metal"
+    src.write_text(SEED)
+    (tmp_path / "folder").mkdir()
+    out = output if output.startswith("/") else str(tmp_path / output)
+    refused(["compile", str(src), "-o", out], capsys, f"cannot write {out}: {words}")
+
+
+def test_info_with_a_bad_setting_names_it():
+    r = subprocess.run([sys.executable, "-m", "bronze", "info"], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, BRONZE_CACHE_MAX_BYTES="lots"))
+    assert r.returncode == 2 and r.stdout == "", r
+    assert r.stderr == "bronze info: $BRONZE_CACHE_MAX_BYTES='lots' is not a size (e.g. 4G, 512M, 1073741824)\n"
+
+
+@pytest.fixture(scope="module")
+def capture(tmp_path_factory):
+    """A real capture's records: the header, the library, one kernel."""
+    path = tmp_path_factory.mktemp("capture") / "cap.jsonl"
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("BRONZE_CAPTURE_ENABLED", "1")
+        lib, x = bronze.compile_shader(SEED), bronze.zeros(4)
+        with bronze.profiler.metal_capture(path):
+            lib.full(x, 2.0)
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _kernel(**fields):
+    return lambda records: records[2].update(fields)
+
+
+def _arg(i, **fields):
+    return lambda records: records[2]["args"][i].update(fields)
+
+
+# Doctored captures `replay` once answered with a traceback (the note's 11).
+DOCTORED = {
+    "unsupported dtype": (_arg(0, dtype="complex64"), "3: unsupported dtype 'complex64'"),
+    "bytes_hex of the wrong size": (_arg(1, bytes_hex="00"), "3: argument 1 ('val', float) is one value of 4 bytes, got 1"),
+    "group 0": (_kernel(group=[0, 1, 1]), "3: group_size must be positive"),
+    "a 2^62-byte buffer": (_arg(0, bytes=1 << 62), "3: bronze: out of memory"),
+    "a buffer past int64": (_arg(0, bytes=1 << 70), "3: shape entry"),
+    "bytes no whole number of its dtype": (_arg(0, bytes=3), "3: 3 bytes are no whole number of bronze.float32"),
+    "kernel __class__": (_kernel(kernel="__class__"), "3: the library has no kernel '__class__'"),
+    "kernel kernel_names": (_kernel(kernel="kernel_names"), "3: the library has no kernel 'kernel_names'"),
+    "kernel specialize": (_kernel(kernel="specialize"), "3: the library has no kernel 'specialize'"),
+    "an unknown kernel": (_kernel(kernel="nope"), "3: the library has no kernel 'nope'"),
+    "an outside #include": (lambda r: r[1].update(source='#include "/etc/hostname"\n' + r[1]["source"]),
+                            "2: shader.metal:1: error: #include of '/etc/hostname' reaches outside"),
+}
+
+
+@pytest.mark.parametrize("doctor, words", DOCTORED.values(), ids=DOCTORED.keys())
+def test_replay_of_a_doctored_capture(doctor, words, capture, tmp_path, capsys):
+    records = json.loads(json.dumps(capture))
+    doctor(records)
+    path = tmp_path / "doctored.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    refused(["capture", "replay", str(path)], capsys, f"{path}:{words}")
+
+
+@pytest.mark.parametrize("action", ["show", "replay"])
+@pytest.mark.parametrize("first", [False, True])
+def test_deeply_nested_json(action, first, tmp_path, capsys):
+    # Was a RecursionError traceback.
+    path = tmp_path / "deep.jsonl"
+    deep = "[" * 100000 + "]" * 100000 + "\n"
+    path.write_text(deep if first else '{"bronze_capture":1}\n' + deep)
+    refused(["capture", action, str(path)], capsys,
+            f"{path}: not a bronze capture file" if first else f"{path}:2: not a capture record")
