@@ -640,8 +640,15 @@ Library load_metallib(const std::vector<std::uint8_t>& bytes, std::optional<Devi
       objects.back().path = cache_object(object, ".so");
     }
   // No object for this host: build one from the library's unit.
-  if (objects.empty()) objects = build_module(runtime::shader_backend(d.type), tu, ps, false);
-  return Library(load_unit(d, tu.text, ps, objects));
+  if (objects.empty()) return Library(load_unit(d, tu.text, ps, build_module(runtime::shader_backend(d.type), tu, ps, false)));
+  try {
+    return Library(load_unit(d, tu.text, ps, objects));
+  } catch (const ValueError&) {
+    throw;
+  } catch (const Error& e) {  // not loadable, or without bronze's entries: not what bronze compiled
+    throw ValueError(std::string("the .bronzelib's compiled object for this CPU is corrupt or not bronze's (") +
+                     e.what() + "); load it with rebuild=True to build its source instead");
+  }
 }
 
 Library load_metallib_file(const std::string& path, std::optional<Device> device, const std::string& signatures,
