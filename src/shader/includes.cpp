@@ -152,16 +152,23 @@ class Resolver {
   // says why when one is there and refused).
   int file_at(const std::string& path, std::size_t r, int chain, std::string& why) {
     if (auto it = by_path_.find(path); it != by_path_.end()) return it->second;
+    if (auto it = no_file_.find(path); it != no_file_.end()) {
+      why = it->second;
+      return -1;
+    }
     const IncludeRoot& root = roots_[r];
     const std::string rel = path.substr(root.dir.size() + 1);
     std::string text;
     if (root.on_disk) {
       Found found = read_include(path, text, why);
       view_.disk_files.push_back({path, found == Found::File ? jit::sha256_hex(text) : std::string()});
-      if (found != Found::File) return -1;
+      if (found != Found::File) {
+        no_file_[path] = why;
+        return -1;
+      }
     } else {
       auto it = root.files.begin();
-      while (it != root.files.end() && it->first != rel) ++it;
+      while (it != root.files.end() && normalize(it->first) != rel) ++it;
       if (it == root.files.end()) return -1;
       text = it->second;
     }
@@ -397,6 +404,7 @@ class Resolver {
   IncludeView& view_;
   std::vector<File> files_;
   std::map<std::string, int> by_path_;  // absolute path -> file
+  std::map<std::string, std::string> no_file_;  // a path on disk with no file to include -> why ("" absent)
 };
 }  // namespace
 
