@@ -135,7 +135,9 @@ class Resolver {
 
   void write(std::size_t f, const std::string& text) {
     const std::string path = view_path(f);
-    jit::write_file(path, "#line 1 " + quoted(files_[f].display) + "\n" + text);
+    // A byte order mark counts only at a file's start, where the #line now stands.
+    const std::size_t bom = text.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
+    jit::write_file(path, "#line 1 " + quoted(files_[f].display) + "\n" + text.substr(bom));
     view_.names.emplace_back(path, files_[f].display);
   }
 
@@ -218,17 +220,36 @@ class Resolver {
   }
 
   // File f's text with every file name resolved; the files those names
-  // find are added to files_ (resolved in turn by run()).
+  // find are added to files_ (resolved in turn by run()). The text is read
+  // as the preprocessor reads it, or a directive it sees would pass
+  // unresolved: line splices removed first (GCC takes `#inc\<newline>lude`),
+  // a UTF-8 byte order mark skipped, `%:` for `#`, raw strings by their
+  // exact prefixes.
   std::string rewrite(std::size_t f) {
-    const std::string s = files_[f].text;  // a copy: files_ grows meanwhile
+    const std::string text = files_[f].text;  // a copy: files_ grows meanwhile
+    std::string s;                            // text without its line splices
+    std::vector<std::size_t> at_text;         // s[i] is text[at_text[i]]
+    for (std::size_t i = 0; i < text.size(); ++i) {
+      if (text[i] == '\\') {  // a backslash, blanks, a newline: a splice (GCC allows the blanks)
+        std::size_t k = text.find_first_not_of(" \t\r\f\v", i + 1);
+        if (k != std::string::npos && text[k] == '\n') {
+          i = k;
+          continue;
+        }
+      }
+      s += text[i];
+      at_text.push_back(i);
+    }
+    at_text.push_back(text.size());
     const std::size_t n = s.size();
-    std::vector<Edit> edits;
+    std::vector<Edit> edits;  // in s's offsets
     std::vector<std::size_t> line_starts = {0};
-    for (std::size_t i = 0; i < n; ++i)
-      if (s[i] == '\n') line_starts.push_back(i + 1);
+    for (std::size_t i = 0; i < text.size(); ++i)
+      if (text[i] == '\n') line_starts.push_back(i + 1);
     auto position = [&](std::size_t offset) {
-      std::size_t line = std::upper_bound(line_starts.begin(), line_starts.end(), offset) - line_starts.begin();
-      return std::make_pair(static_cast<int>(line), static_cast<int>(offset - line_starts[line - 1]) + 1);
+      const std::size_t t = at_text[offset];
+      std::size_t line = std::upper_bound(line_starts.begin(), line_starts.end(), t) - line_starts.begin();
+      return std::make_pair(static_cast<int>(line), static_cast<int>(t - line_starts[line - 1]) + 1);
     };
     auto where = [&](std::size_t offset) {
       auto [line, col] = position(offset);
@@ -238,16 +259,14 @@ class Resolver {
       auto [line, col] = position(offset);
       throw ShaderCompileError(where(offset) + ": error: " + why, line, col);
     };
-    // Skips blanks, comments and line splices from i; returns where the next token starts.
+    // Skips blanks and comments from i (newlines too outside a directive).
     auto skip = [&](std::size_t i, bool in_directive) {
       while (i < n) {
-        if (s[i] == '\\' && i + 1 < n && s[i + 1] == '\n') i += 2;
-        else if (s[i] == '\\' && i + 2 < n && s[i + 1] == '\r' && s[i + 2] == '\n') i += 3;
-        else if (s[i] == '/' && i + 1 < n && s[i + 1] == '*') {
+        if (s[i] == '/' && i + 1 < n && s[i + 1] == '*') {
           std::size_t e = s.find("*/", i + 2);
           i = e == std::string::npos ? n : e + 2;
         } else if (s[i] == '/' && i + 1 < n && s[i + 1] == '/') {
-          while (i < n && s[i] != '\n') i += s[i] == '\\' && i + 1 < n && s[i + 1] == '\n' ? 2 : 1;
+          i = std::min(s.find('\n', i), n);
         } else if (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\f' || s[i] == '\v' ||
                    (!in_directive && s[i] == '\n')) {
           ++i;
@@ -264,10 +283,10 @@ class Resolver {
     };
     // A string or character literal from i (raw strings too); returns its end.
     auto literal_end = [&](std::size_t i) {
-      const bool raw = i > 0 && s[i] == '"' && s[i - 1] == 'R' && (i < 2 || !ident_char(s[i - 2]) ||
-                                                                   s[i - 2] == 'u' || s[i - 2] == 'U' ||
-                                                                   s[i - 2] == 'L' || s[i - 2] == '8');
-      if (raw) {
+      std::size_t p = i;
+      while (p > 0 && ident_char(s[p - 1])) --p;
+      const std::string prefix = s.substr(p, i - p);
+      if (s[i] == '"' && (prefix == "R" || prefix == "u8R" || prefix == "uR" || prefix == "UR" || prefix == "LR")) {
         std::size_t open = s.find('(', i);
         if (open == std::string::npos) return n;
         std::string close = ")" + s.substr(i + 1, open - i - 1) + "\"";
@@ -295,11 +314,14 @@ class Resolver {
       for (std::size_t at = s.find("GCC", b); at != std::string::npos && at < e; at = s.find("GCC", at + 3)) {
         if ((at > 0 && ident_char(s[at - 1])) || (at + 3 < n && ident_char(s[at + 3]))) continue;
         std::size_t k = at + 3;
-        while (k < e && (std::isspace(static_cast<unsigned char>(s[k])) || s[k] == '\\')) ++k;
+        while (k < n && (std::isspace(static_cast<unsigned char>(s[k])) || s[k] == '\\')) ++k;
         if (identifier(k) == "dependency")
           fail(at, "'GCC dependency' outside a '#pragma GCC dependency' line (a _Pragma or a macro): bronze "
                    "resolves the file names of directives written out only");
       }
+    };
+    auto resolved = [&](std::size_t at, std::size_t end, const std::string& name, bool angled, bool next) {
+      edits.push_back({at, end - at, header_name_of(resolve(name, angled, next, f, where(at)))});
     };
     // Each __has_include(...) in [b, e) with its operand resolved.
     auto has_includes = [&](std::size_t b, std::size_t e) {
@@ -310,11 +332,10 @@ class Resolver {
           continue;
         }
         const std::string id = identifier(i);
-        const std::size_t after = i + id.size();
-        i = after;
+        i += id.size();
         const bool next = id == "__has_include_next";
         if (id != "__has_include" && !next && id != "__has_embed") continue;
-        std::size_t open = skip(after, true);
+        std::size_t open = skip(i, true);
         if (open >= e || s[open] != '(') continue;  // `defined(__has_include)`, `#ifdef __has_include`
         std::string name;
         std::size_t end = 0;
@@ -322,35 +343,34 @@ class Resolver {
         std::size_t op = skip(open + 1, true);
         if (!header_name(op, name, end, angled))
           fail(op, id + " of a computed name (a macro): bronze resolves file names written out in the source only");
-        edits.push_back({op, end - op, header_name_of(resolve(name, angled, next, f, where(op)))});
+        resolved(op, end, name, angled, next);
         i = end;
       }
     };
 
     bool line_start = true;
-    for (std::size_t i = 0; i < n;) {
+    for (std::size_t i = s.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0; i < n;) {
       const char c = s[i];
       if (c == '\n') {
         line_start = true;
         ++i;
         continue;
       }
-      if (std::isspace(static_cast<unsigned char>(c)) || (c == '\\' && i + 1 < n && (s[i + 1] == '\n' || s[i + 1] == '\r')) ||
-          (c == '/' && i + 1 < n && (s[i + 1] == '*' || s[i + 1] == '/'))) {
-        std::size_t e = skip(i, true);
-        i = e > i ? e : i + 1;
+      if (std::size_t k = skip(i, true); k > i) {
+        i = k;
         continue;
       }
-      if (c == '#' && line_start) {
-        // The directive's logical line: to a newline outside comments and splices.
-        std::size_t e = i + 1;
+      const std::size_t hash = c == '#' ? 1 : c == '%' && i + 1 < n && s[i + 1] == ':' ? 2 : 0;
+      if (hash && line_start) {
+        // The directive's logical line: to a newline outside comments.
+        std::size_t e = i + hash;
         while (e < n && s[e] != '\n') {
           std::size_t k = skip(e, true);
           if (k > e) e = k;
           else if (s[e] == '"' || s[e] == '\'') e = literal_end(e);
           else ++e;
         }
-        const std::size_t name_at = skip(i + 1, true);
+        const std::size_t name_at = skip(i + hash, true);
         const std::string directive = identifier(name_at);
         const std::size_t op = skip(name_at + directive.size(), true);
         std::string name;
@@ -360,14 +380,14 @@ class Resolver {
           if (!header_name(op, name, end, angled))
             fail(op, "#" + directive + " of a computed name (a macro): bronze resolves file names written out in "
                      "the source only");
-          edits.push_back({op, end - op, header_name_of(resolve(name, angled, directive == "include_next", f, where(op)))});
+          resolved(op, end, name, angled, directive == "include_next");
           has_includes(end, e);  // #embed's parameters
         } else if (directive == "pragma" && identifier(op) == "GCC" &&
                    identifier(skip(op + 3, true)) == "dependency") {
           const std::size_t at = skip(skip(op + 3, true) + 10, true);
           if (!header_name(at, name, end, angled))
             fail(at, "#pragma GCC dependency of a computed name: bronze resolves file names written out only");
-          edits.push_back({at, end - at, header_name_of(resolve(name, angled, false, f, where(at)))});
+          resolved(at, end, name, angled, false);
         } else {
           no_dependency(i, e);
           has_includes(op, e);
@@ -383,20 +403,29 @@ class Resolver {
         i = e;
       } else if (ident_char(c)) {
         std::size_t e = i + identifier(i).size();
+        if (e < n && s[e] == '"') {  // a literal's prefix (u8, R, ...)
+          i = e;
+          continue;
+        }
         if (s.compare(i, e - i, "GCC") == 0) no_dependency(i, skip(e, false) + 10);
         i = e;
       } else {
         ++i;
       }
     }
+    // The edits in the text's own offsets; the newlines of splices an edit
+    // spans come back as splices, so every later line keeps its number.
     std::string out;
     std::size_t pos = 0;
     for (const Edit& ed : edits) {
-      out.append(s, pos, ed.at - pos);
+      const std::size_t from = at_text[ed.at], to = at_text[ed.at + ed.len - 1] + 1;
+      out.append(text, pos, from - pos);
       out += ed.text;
-      pos = ed.at + ed.len;
+      for (std::size_t k = from; k < to; ++k)
+        if (text[k] == '\n') out += "\\\n";
+      pos = to;
     }
-    return out + s.substr(pos);
+    return out + text.substr(pos);
   }
 
   std::string work_;

@@ -109,7 +109,7 @@ std::string squeeze(const std::string& s) {
 
 // "# 12 "name" 1 3" (GCC and Clang line markers): the line and the name,
 // its C escapes undone (GCC writes \\, \" and \n, Clang octal escapes).
-bool line_marker(const std::string& l, long long& line, std::string& name) {
+bool line_marker(const std::string& l, long long& line, std::string& name, bool* entering = nullptr) {
   if (l.size() < 4 || l[0] != '#') return false;
   std::size_t i = l.find_first_not_of(' ', 1);
   if (i == std::string::npos || !std::isdigit(static_cast<unsigned char>(l[i]))) return false;
@@ -117,7 +117,8 @@ bool line_marker(const std::string& l, long long& line, std::string& name) {
   std::size_t q = l.find('"', i);
   if (q == std::string::npos) return false;
   name.clear();
-  for (std::size_t k = q + 1; k < l.size() && l[k] != '"'; ++k) {
+  std::size_t k = q + 1;
+  for (; k < l.size() && l[k] != '"'; ++k) {
     if (l[k] != '\\' || k + 1 >= l.size()) {
       name += l[k];
     } else if (l[k + 1] >= '0' && l[k + 1] <= '7') {
@@ -129,6 +130,7 @@ bool line_marker(const std::string& l, long long& line, std::string& name) {
       name += l[k] == 'n' ? '\n' : l[k] == 't' ? '\t' : l[k] == 'r' ? '\r' : l[k];
     }
   }
+  if (entering) *entering = l.compare(k + 1, 2, " 1") == 0 && (k + 3 == l.size() || l[k + 3] == ' ');
   return true;
 }
 
@@ -268,6 +270,18 @@ TranslationUnit preprocess(const std::string& source, const SourceOptions& o) {
     r = jit::run_preprocessor(work, view.main_path, flags);
     tu.files = view.files;
     tu.disk_files = view.disk_files;
+    // Every file the preprocessor entered is one of bronze's copies: had
+    // it reached another (a directive bronze's reading missed), nothing it
+    // said is shown.
+    for (const std::string& l : split_lines(r.output)) {
+      long long n = 0;
+      std::string raw;
+      bool entering = false;
+      if (line_marker(l, n, raw, &entering) && entering && raw[0] != '<' && view.display(raw) == raw)
+        throw ShaderCompileError(shown + ": error: the preprocessor opened '" + printable(raw) +
+                                 "', which bronze did not resolve; bronze reads no file outside the source's folder, "
+                                 "include_dirs, headers and torch's Metal headers");
+    }
     if (!r.ok) raise_compile_error(view.diagnostics(r.diagnostics), tu.files);
   } catch (...) {
     jit::remove_tree(work);
