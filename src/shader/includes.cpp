@@ -376,7 +376,8 @@ class Resolver {
         std::string name;
         std::size_t end = 0;
         bool angled = false;
-        if (directive == "include" || directive == "include_next" || directive == "import" || directive == "embed") {
+        if (directive == "include" || directive == "include_next" || directive == "import" || directive == "embed" ||
+            directive == "__include_macros") {  // Clang's, for -imacros
           if (!header_name(op, name, end, angled))
             fail(op, "#" + directive + " of a computed name (a macro): bronze resolves file names written out in "
                      "the source only");

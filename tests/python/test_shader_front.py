@@ -1174,5 +1174,5 @@ def test_many_defines_and_file_names_with_escapes():
     bronze.compile_shader("kernel void k(device float* o) { o[0] = D99999; }", defines=defines).k(o)
     assert o.item() == 99999.0
     # A #line name with escapes was shown without its backslashes ('anb"c').
-    with pytest.raises(bronze.ShaderCompileError, match=r'^a\\nb"c:5:41: error: .nope. was not declared'):
+    with pytest.raises(bronze.ShaderCompileError, match=r'^a\\nb"c:5:41: error: .*nope'):
         bronze.compile_shader('#line 5 "a\\nb\\"c"\nkernel void k(device float* o) { o[0] = nope; }\n')
