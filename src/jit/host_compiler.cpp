@@ -101,9 +101,9 @@ const Limits& limits() {
 // be lost with the file. The compiler's stdin is /dev/null: it never reads
 // the process's input. Past a limit the run is killed and
 // ShaderCompileError says which limit; interrupted (jit/interrupt.hpp), it
-// is killed and Interrupted thrown.
+// is killed and Interrupted thrown, unless `interruptible` is false.
 int run(const std::vector<std::string>& argv, std::string& messages, const std::string& out = {},
-        const std::string& cwd = {}, unsigned long long memory_cap = ~0ull) {
+        const std::string& cwd = {}, unsigned long long memory_cap = ~0ull, bool interruptible = true) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -182,7 +182,7 @@ int run(const std::vector<std::string>& argv, std::string& messages, const std::
       throw Error("waiting for the compiler failed");
     }
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    stopped = interrupted();
+    stopped = interruptible && interrupted();
     if (left.count() <= 0 || stopped) {
       ::kill(-pid, SIGKILL);
       ::waitpid(pid, &status, 0);
@@ -288,16 +288,16 @@ int run_in_scratch(std::vector<std::string> argv, const std::pair<std::string, s
   int rc = -1;
   try {
     write_file(work + "/" + file.first, file.second);
-    rc = run(argv, log, out ? work + "/out" : std::string(), work, 1ull << 30);
+    // Not interruptible: these short runs (the compiler's probes) hold locks
+    // that a thread holding Python's GIL may wait on, and looking for a
+    // Python signal takes the GIL.
+    rc = run(argv, log, out ? work + "/out" : std::string(), work, 1ull << 30, false);
     if (out) *out = read_file(work + "/out");
     if (rc == 0 && elf && !is_elf(work + "/" + elf)) {
       rc = 1;
       log = std::string("it exited successfully but wrote no shared object (") + elf + " is not an ELF file)\n" + log;
     }
   } catch (const ValueError&) {  // a bad $BRONZE_COMPILE_* value: the user's to fix, not the compiler's fault
-    jit::remove_tree(work);
-    throw;
-  } catch (const Interrupted&) {
     jit::remove_tree(work);
     throw;
   } catch (const std::exception& e) {
