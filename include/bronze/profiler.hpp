@@ -15,8 +15,8 @@ void start(const std::string& mode = "interval", bool wait_until_completed = fal
 // Waits for queued work, writes the trace and returns its path: `path`, else
 // $BRONZE_TRACE_FILE, else bronze-trace-<pid>.json in the working directory.
 // A trace it cannot write is kept (the Error names the path): stop() again,
-// with another path, writes it; start() drops it. Throws Error when the
-// profiler is not running and no trace is kept.
+// with another path, writes it; start() drops it. Throws ValueError when
+// the profiler is not running and no trace is kept.
 std::string stop(const std::string& path = "");
 bool is_running();
 bool has_unwritten_trace();

@@ -297,18 +297,20 @@ def compile_library(source, filename="shader.metal", device=None, archs=(), incl
 
     The library holds the preprocessed source (its includes resolved, so it
     loads anywhere), this host's CPU object and, for each GPU architecture in
-    archs ("sm_90" or 90), a cubin, plus PTX for the oldest (needs NVRTC, not a
+    archs ("sm_90" or 90, or a list of them), a cubin, plus PTX for the oldest (needs NVRTC, not a
     GPU). include_dirs, headers, defines, constants and math_mode as for
     compile_shader; the library keeps its math mode.
     """
     filename = _source_arguments("compile_library", source, filename, math_mode)
+    if isinstance(archs, (str, int)):  # one architecture
+        archs = [archs]
     return _C._compile_library(source, filename, device, [_arch_number(a) for a in archs],
                                _dirs(include_dirs), _str_pairs(headers, "headers"), _str_pairs(defines, "defines"),
                                _torch_include_dir(), _constant_values(constants), math_mode)
 
 
 def _arch_number(arch):
-    if isinstance(arch, int) and not isinstance(arch, _builtins.bool):
+    if isinstance(arch, int) and not isinstance(arch, _builtins.bool) and arch > 0:
         return arch
     if isinstance(arch, str) and arch.startswith(("sm_", "compute_")) and arch.split("_", 1)[1].isdigit():
         return int(arch.split("_", 1)[1])

@@ -41,9 +41,11 @@ def stop(path=None):
     A trace that cannot be written is kept (the error names the path): call
     stop(path=...) again to write it elsewhere; start() drops it.
     """
-    if not _C._profiler_is_running() and not _C._profiler_has_unwritten_trace():
-        raise ProfilerError("profiler is not running; call start() first")
-    return _C._profiler_stop("" if path is None else _path(path, "profiler.stop(path)"))
+    name = "" if path is None else _path(path, "profiler.stop(path)")
+    try:  # one check, where it stops: another thread may stop it first
+        return _C._profiler_stop(name)
+    except ValueError as e:
+        raise ProfilerError(str(e)) from None
 
 
 def is_running():

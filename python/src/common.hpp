@@ -37,6 +37,17 @@ T& class_arg(nb::handle h, const char* what, const char* expected) {
 // Blocks until done() (called without the GIL) holds; Ctrl-C raises
 // KeyboardInterrupt meanwhile (wait.cpp).
 void wait_until(const std::function<bool()>& done);
+// Runs `call` (one that may compile) without the GIL, stopped by Ctrl-C:
+// the signal's handler runs on this thread between the compile's waits, and
+// the exception it raises (KeyboardInterrupt) stops the compilers and is
+// raised here once the call has unwound (wait.cpp).
+void run_interruptible(const std::function<void()>& call);
+template <typename F>
+auto interruptible(F&& f) -> decltype(f()) {
+  std::optional<decltype(f())> result;
+  run_interruptible([&] { result.emplace(f()); });
+  return std::move(*result);
+}
 // wait_until the device has finished its work, then synchronize it (which
 // raises what failed).
 void wait_for_device(const Device& d);

@@ -369,8 +369,7 @@ void bind_shader(nb::module_& m) {
       .def("_kernel", [](const Library& lib, nb::handle name) { return lib.kernel(text_arg(name, "a kernel name")); })
       .def("_specialize", [](const Library& lib, const std::string& name,
                              const std::vector<std::pair<std::string, std::string>>& constants) {
-        nb::gil_scoped_release g;  // may compile
-        return lib.specialize(name, constants);
+        return interruptible([&] { return lib.specialize(name, constants); });  // may compile
       })
       .def_prop_ro("kernel_names", &Library::kernel_names)
       .def_prop_ro("hash", &Library::hash)
@@ -446,19 +445,14 @@ void bind_shader(nb::module_& m) {
     o.headers = std::move(headers);
     o.defines = std::move(defines);
     o.torch_include_dir = torch_include_dir;
-    std::vector<std::uint8_t> bytes;
-    {
-      nb::gil_scoped_release g;
-      bytes = compile_library(src, o);
-    }
+    std::vector<std::uint8_t> bytes = interruptible([&] { return compile_library(src, o); });
     return nb::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   });
   m.def("_load_metallib", [](nb::bytes data, std::optional<Device> device, const std::string& signatures,
                              bool rebuild) {
     const auto* p = static_cast<const std::uint8_t*>(data.data());
     std::vector<std::uint8_t> bytes(p, p + data.size());
-    nb::gil_scoped_release g;
-    return load_metallib(bytes, device, signatures, rebuild);
+    return interruptible([&] { return load_metallib(bytes, device, signatures, rebuild); });  // may build its source
   }, nb::arg("data"), nb::arg("device") = nb::none(), nb::arg("signatures") = "", nb::arg("rebuild") = false);
 
   m.def("set_kernel_time_limit", [](nb::handle seconds) {
@@ -486,19 +480,8 @@ void bind_shader(nb::module_& m) {
     o.defines = std::move(defines);
     o.torch_include_dir = torch_include_dir;
     o.constants = std::move(constants);
-    if (find_only) {
-      std::vector<std::string> names;
-      {
-        nb::gil_scoped_release g;
-        names = find_kernels(src, o);
-      }
-      return nb::cast(names);
-    }
-    Library lib = [&] {
-      nb::gil_scoped_release g;  // compiles may take a while
-      return compile_shader(src, o);
-    }();
-    return nb::cast(lib);
+    if (find_only) return nb::cast(interruptible([&] { return find_kernels(src, o); }));
+    return nb::cast(interruptible([&] { return compile_shader(src, o); }));
   });
 }
 

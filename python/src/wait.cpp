@@ -1,6 +1,7 @@
 // Waiting for device work from Python. A wait blocks without the GIL, in
 // slices between which a pending signal runs its Python handler, so Ctrl-C
 // raises KeyboardInterrupt in the waiting call (the queued work goes on).
+// A compile is waited for the same way, and stopped (run_interruptible).
 //
 // Interpreter exit: once finalization has begun, a thread that takes the GIL
 // back is ended by CPython with pthread_exit, whose forced unwind aborts the
@@ -19,6 +20,7 @@
 
 #include "bronze/stream.hpp"
 #include "common.hpp"
+#include "jit/interrupt.hpp"
 
 namespace bronze::py {
 namespace {
@@ -93,6 +95,31 @@ void wait_until(const std::function<bool()>& done) {
     }
     if (finished) return;
     if (PyErr_CheckSignals() != 0) throw nb::python_error();
+  }
+}
+
+void run_interruptible(const std::function<void()>& call) {
+  // Python runs signal handlers on its main thread only.
+  static const unsigned long main_thread =
+      nb::cast<unsigned long>(nb::module_::import_("threading").attr("main_thread")().attr("ident"));
+  PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
+  auto pending = [&] {
+    if (PyThread_get_thread_ident() != main_thread || g_exiting.load()) return false;
+    nb::gil_scoped_acquire g;
+    if (PyErr_CheckSignals() == 0) return false;
+    PyErr_Fetch(&type, &value, &traceback);  // raised once the compile has unwound
+    return true;
+  };
+  try {
+    jit::InterruptScope scope(pending);
+    ReleasedGil g;
+    call();
+  } catch (...) {
+    if (!type) throw;
+  }
+  if (type) {  // the handler's exception, rather than what the stopped compile threw
+    PyErr_Restore(type, value, traceback);
+    throw nb::python_error();
   }
 }
 

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <exception>
@@ -19,6 +21,7 @@
 #include "bronze/shader.hpp"
 #include "jit/cpus.hpp"
 #include "jit/disk_cache.hpp"
+#include "jit/interrupt.hpp"
 #include "jit/sha256.hpp"
 #include "jit/warnings.hpp"
 #include "backends/cuda/cuda_signatures.hpp"
@@ -225,16 +228,24 @@ std::vector<runtime::ModuleObject> build_module(const backends::ShaderBackend& b
   auto build_parts = [&] {
     std::vector<runtime::ModuleObject> objects(n);
     std::vector<std::exception_ptr> errors(n);
+    std::atomic<std::size_t> running{n};
     auto run = [&](std::size_t p) {
       try {
         objects[p] = build(p);
       } catch (...) {
         errors[p] = std::current_exception();
       }
+      --running;
     };
     std::vector<std::thread> threads;
-    for (std::size_t p = 1; p < n; ++p) threads.emplace_back(run, p);
+    for (std::size_t p = 1; p < n; ++p)
+      threads.emplace_back([&run, p, flag = jit::interrupt_flag()] {
+        jit::SharedInterrupt stops_with_caller(flag);
+        run(p);
+      });
     run(0);
+    // The other parts are waited for in slices: an interrupt stops them.
+    while (running.load() > 0 && !jit::interrupted()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     for (auto& t : threads) t.join();
     for (const auto& e : errors)
       if (e) std::rethrow_exception(e);
@@ -520,18 +531,25 @@ Library compile_shader(const std::string& source, const CompileOptions& options)
   // result (or its error) rather than running the same compilers again.
   static std::unordered_map<std::string, std::shared_future<std::shared_ptr<detail::LibraryImpl>>> building;
   std::promise<std::shared_ptr<detail::LibraryImpl>> mine;
-  {
+  for (;;) {
     std::unique_lock<std::mutex> g(mu);
     auto it = hot.find(key);
     if (it != hot.end() && std::all_of(it->second.disk_files.begin(), it->second.disk_files.end(),
                                        [](const shader::DiskFile& f) { return f.unchanged(); }))
       return Library(it->second.lib);
-    if (auto b = building.find(key); b != building.end()) {
-      auto pending = b->second;
-      g.unlock();
-      return Library(pending.get());
+    auto b = building.find(key);
+    if (b == building.end()) {
+      building.emplace(key, mine.get_future().share());
+      break;
     }
-    building.emplace(key, mine.get_future().share());
+    auto pending = b->second;
+    g.unlock();
+    while (pending.wait_for(std::chrono::milliseconds(20)) != std::future_status::ready) jit::check_interrupt();
+    try {
+      return Library(pending.get());
+    } catch (const jit::Interrupted&) {
+      // The other caller's compile was stopped, not this one's: build it here.
+    }
   }
   // Outside the lock: compiles of other sources run in parallel.
   HotEntry e;
@@ -624,8 +642,15 @@ Library load_metallib(const std::vector<std::uint8_t>& bytes, std::optional<Devi
       objects.back().path = cache_object(object, ".so");
     }
   // No object for this host: build one from the library's unit.
-  if (objects.empty()) objects = build_module(backends::shader_backend(d.type), tu, ps, false);
-  return Library(load_unit(d, tu.text, ps, objects));
+  if (objects.empty()) return Library(load_unit(d, tu.text, ps, build_module(backends::shader_backend(d.type), tu, ps, false)));
+  try {
+    return Library(load_unit(d, tu.text, ps, objects));
+  } catch (const ValueError&) {
+    throw;
+  } catch (const Error& e) {  // not loadable, or without bronze's entries: not what bronze compiled
+    throw ValueError(std::string("the .bronzelib's compiled object for this CPU is corrupt or not bronze's (") +
+                     e.what() + "); load it with rebuild=True to build its source instead");
+  }
 }
 
 Library load_metallib_file(const std::string& path, std::optional<Device> device, const std::string& signatures,

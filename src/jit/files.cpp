@@ -7,6 +7,9 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <fstream>
+
+#include "bronze/error.hpp"
 
 namespace bronze::jit {
 
@@ -31,6 +34,14 @@ bool read_file(const std::string& path, std::string& out) {
   }
   ::close(fd);
   return ok;
+}
+
+void write_file(const std::string& path, const std::string& data) {
+  for (std::size_t slash = path.find('/', 1); slash != std::string::npos; slash = path.find('/', slash + 1))
+    ::mkdir(path.substr(0, slash).c_str(), 0700);
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << data;
+  if (!f.flush()) throw Error("cannot write " + path);
 }
 
 void remove_tree(const std::string& dir) {

@@ -27,6 +27,7 @@
 #include "jit/disk_cache.hpp"
 #include "jit/env.hpp"
 #include "jit/files.hpp"
+#include "jit/interrupt.hpp"
 #include "jit/sha256.hpp"
 
 extern char** environ;
@@ -45,12 +46,6 @@ std::string which(const std::string& name) {
     if (::access(p.c_str(), X_OK) == 0) return p;
   }
   return "";
-}
-
-void write_file(const std::string& path, const std::string& data) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << data;
-  if (!f.flush()) throw Error("cannot write " + path);
 }
 
 std::string read_file(const std::string& path) {
@@ -75,9 +70,7 @@ std::vector<std::string> files_ending(const std::string& dir, const std::string&
 
 // A compiler under RLIMIT_AS fails its allocations: GCC says "out of
 // memory" or "virtual memory exhausted"; an abort signal counts too.
-bool killed_for_memory(const std::string& log) {
-  std::ifstream f(log);
-  std::string text((std::istreambuf_iterator<char>(f)), {});
+bool killed_for_memory(const std::string& text) {
   return text.find("out of memory") != std::string::npos || text.find("virtual memory exhausted") != std::string::npos ||
          text.find("cannot allocate memory") != std::string::npos || text.find("std::bad_alloc") != std::string::npos;
 }
@@ -101,13 +94,16 @@ const Limits& limits() {
   return l;
 }
 
-// Runs argv with stdout into `out` and stderr into `log` (both into `log`
-// when `out` is empty), in `cwd` when given, under limits(); returns the
-// exit status. The compiler's stdin is /dev/null: it never reads the
-// process's input. Past a limit the run is killed and ShaderCompileError
-// says which limit.
-int run(const std::vector<std::string>& argv, const std::string& log, const std::string& out = {},
-        const std::string& cwd = {}, unsigned long long memory_cap = ~0ull) {
+// Runs argv with its messages (stderr, and stdout when `out` is empty)
+// into `messages` and its stdout into the file `out`, in `cwd` when given,
+// under limits(); returns the exit status. Messages come through a pipe,
+// not a file: on a full disk the linker's "No space left on device" would
+// be lost with the file. The compiler's stdin is /dev/null: it never reads
+// the process's input. Past a limit the run is killed and
+// ShaderCompileError says which limit; interrupted (jit/interrupt.hpp), it
+// is killed and Interrupted thrown, unless `interruptible` is false.
+int run(const std::vector<std::string>& argv, std::string& messages, const std::string& out = {},
+        const std::string& cwd = {}, unsigned long long memory_cap = ~0ull, bool interruptible = true) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -123,8 +119,15 @@ int run(const std::vector<std::string>& argv, const std::string& log, const std:
   const rlimit cpu_limit{cpu, cpu + 1};
   const pid_t parent = ::getpid();
   const char* out_path = out.empty() ? nullptr : out.c_str();
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw Error(std::string("cannot start the compiler: ") + std::strerror(errno));
   pid_t pid = ::fork();
-  if (pid < 0) throw Error("cannot start the compiler " + argv[0] + ": " + std::strerror(errno));
+  if (pid < 0) {
+    const int err = errno;
+    ::close(pipe_fds[0]);
+    ::close(pipe_fds[1]);
+    throw Error("cannot start the compiler " + argv[0] + ": " + std::strerror(err));
+  }
   if (pid == 0) {
     ::setpgid(0, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -132,42 +135,72 @@ int run(const std::vector<std::string>& argv, const std::string& log, const std:
     ::setrlimit(RLIMIT_AS, &mem);
     ::setrlimit(RLIMIT_CPU, &cpu_limit);
     int in = ::open("/dev/null", O_RDONLY);
-    int err = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    int o = out_path ? ::open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600) : err;
-    if (in < 0 || err < 0 || o < 0 || (!cwd.empty() && ::chdir(cwd.c_str()) != 0)) ::_exit(126);
+    int o = out_path ? ::open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600) : pipe_fds[1];
+    if (in < 0 || o < 0 || (!cwd.empty() && ::chdir(cwd.c_str()) != 0)) ::_exit(126);
     ::dup2(in, 0);
     ::dup2(o, 1);
-    ::dup2(err, 2);
+    ::dup2(pipe_fds[1], 2);
     ::execve(args[0], args.data(), environ);
     ::_exit(127);
   }
+  ::close(pipe_fds[1]);
+  int reader = pipe_fds[0];
+  ::fcntl(reader, F_SETFL, O_NONBLOCK);
+  messages.clear();
+  // Reads what the pipe holds now; closes it at its end. A compiler's
+  // messages are kept up to 1 MiB (a macro bomb's errors could fill memory).
+  auto drain = [&] {
+    char buf[1 << 14];
+    for (;;) {
+      const ssize_t n = ::read(reader, buf, sizeof buf);
+      if (n > 0) {
+        messages.append(buf, std::min<std::size_t>(static_cast<std::size_t>(n), (1u << 20) - std::min<std::size_t>(messages.size(), 1u << 20)));
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n == 0) {  // every writer has closed it
+        ::close(reader);
+        reader = -1;
+      }
+      return;
+    }
+  };
   // Waits with the deadline: a pidfd to poll where the kernel has one,
-  // else short sleeps.
+  // else short sleeps; in slices, between which an interrupt is looked for.
   // (At most 2^32 s, about 136 years: a larger limit would overflow the clock.)
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::seconds(std::min<unsigned long long>(lim.seconds, 1ull << 32));
   int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
   int status = 0;
-  bool timed_out = false;
+  bool timed_out = false, stopped = false;
   for (;;) {
     pid_t r = ::waitpid(pid, &status, WNOHANG);
     if (r == pid) break;
-    if (r < 0 && errno != EINTR) throw Error("waiting for the compiler failed");
+    if (r < 0 && errno != EINTR) {
+      if (reader >= 0) ::close(reader);
+      if (pidfd >= 0) ::close(pidfd);
+      throw Error("waiting for the compiler failed");
+    }
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
+    stopped = interruptible && interrupted();
+    if (left.count() <= 0 || stopped) {
       ::kill(-pid, SIGKILL);
       ::waitpid(pid, &status, 0);
-      timed_out = true;
+      timed_out = !stopped;
       break;
     }
-    if (pidfd >= 0) {
-      pollfd p{pidfd, POLLIN, 0};
-      ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 1000)));
-    } else {
-      ::usleep(2000);
-    }
+    pollfd p[2] = {{pidfd, POLLIN, 0}, {reader, POLLIN, 0}};
+    const int slice = static_cast<int>(std::min<long long>(left.count(), 50));
+    if (pidfd >= 0 || reader >= 0) ::poll(p, 2, pidfd >= 0 ? slice : std::min(slice, 2));  // negative fds are passed over
+    else ::usleep(2000);
+    if (reader >= 0) drain();
+  }
+  if (reader >= 0) {
+    drain();  // what the pipe still holds (a process the compiler left behind may keep it open: no waiting)
+    if (reader >= 0) ::close(reader);
   }
   if (pidfd >= 0) ::close(pidfd);
+  if (stopped) throw Interrupted();
   if (timed_out)
     throw ShaderCompileError("the compiler ran past its time limit of " + std::to_string(lim.seconds) +
                              " s and was stopped ($BRONZE_COMPILE_TIMEOUT sets the limit)");
@@ -175,7 +208,7 @@ int run(const std::vector<std::string>& argv, const std::string& log, const std:
     throw ShaderCompileError("the compiler was killed by signal " + std::to_string(WTERMSIG(status)) +
                              " (its memory limit is " + std::to_string(lim.memory >> 20) +
                              " MiB: $BRONZE_COMPILE_MEMORY)");
-  if (WIFEXITED(status) && WEXITSTATUS(status) != 0 && killed_for_memory(log))
+  if (WIFEXITED(status) && WEXITSTATUS(status) != 0 && killed_for_memory(messages))
     throw ShaderCompileError("the compiler ran out of its memory limit of " + std::to_string(lim.memory >> 20) +
                              " MiB and was stopped" +
                              (lim.memory < limits().memory ? std::string(" (a preprocessor run's cap)")
@@ -235,8 +268,10 @@ int run_in_scratch(std::vector<std::string> argv, const std::pair<std::string, s
   int rc = -1;
   try {
     write_file(work + "/" + file.first, file.second);
-    rc = run(argv, work + "/log", out ? work + "/out" : std::string(), work, 1ull << 30);
-    log = read_file(work + "/log");
+    // Not interruptible: these short runs (the compiler's probes) hold locks
+    // that a thread holding Python's GIL may wait on, and looking for a
+    // Python signal takes the GIL.
+    rc = run(argv, log, out ? work + "/out" : std::string(), work, 1ull << 30, false);
     if (out) *out = read_file(work + "/out");
     if (rc == 0 && elf && !is_elf(work + "/" + elf)) {
       rc = 1;
@@ -465,13 +500,11 @@ PreprocessResult run_preprocessor(const std::string& dir, const std::string& mai
   for (const auto& f : pp.plain_diagnostics_flags()) argv.push_back(f);
   argv.push_back(main_file);
   PreprocessResult r;
-  const std::string out = dir + "/preprocessed.out", log = dir + "/preprocessor.log";
-  // Preprocessing needs little memory: a lower cap stops `#include "/dev/zero"` early.
-  r.ok = run(argv, log, out, dir, 1ull << 30) == 0;
+  const std::string out = dir + "/preprocessed.out";
+  // Preprocessing needs little memory: a lower cap stops a macro bomb early.
+  r.ok = run(argv, r.diagnostics, out, dir, 1ull << 30) == 0;
   r.output = read_file(out);
-  r.diagnostics = read_file(log);
   ::unlink(out.c_str());
-  ::unlink(log.c_str());
   return r;
 }
 
@@ -500,7 +533,7 @@ BuildResult build_shared_object(const std::string& source,
       return r;
     }
   std::string work = cache.make_work_dir();
-  std::vector<std::string> files = {"kernel.cpp", "kernel.so", "compiler.log"};
+  std::vector<std::string> files = {"kernel.cpp", "kernel.so"};
   try {
     for (const auto& [name, text] : headers) {
       write_file(work + "/" + name, text);
@@ -510,10 +543,14 @@ BuildResult build_shared_object(const std::string& source,
     std::vector<std::string> argv = {cc.path};
     argv.insert(argv.end(), flags.begin(), flags.end());
     argv.insert(argv.end(), {"-I" + work, "-o", work + "/kernel.so", work + "/kernel.cpp"});
-    int rc = run(argv, work + "/compiler.log");
+    std::string messages;
+    int rc = run(argv, messages);
     if (rc == 0 && !is_elf(work + "/kernel.so")) rc = 1;
     if (rc != 0) {
-      r.diagnostics = read_file(work + "/compiler.log");
+      // The messages name bronze's generated files, never its build folder.
+      for (std::size_t at = messages.find(work + "/"); at != std::string::npos; at = messages.find(work + "/", at))
+        messages.erase(at, work.size() + 1);
+      r.diagnostics = messages;
       jit::remove_tree(work);  // with what a failed link left (kernel.so-kernel.su)
       // A compiler that cannot build even a small unit says so, rather than
       // through every kernel's messages (Clang 14 has no _Float16, `cpp`

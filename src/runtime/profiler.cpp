@@ -186,7 +186,7 @@ std::string end(const std::string& path_arg) {
     } else if (!s.unwritten.empty()) {
       trace.swap(s.unwritten);
     } else {
-      throw Error("profiler is not running; call start() first");
+      throw ValueError("profiler is not running; call start() first");
     }
   }
   if (trace.empty()) {

@@ -153,7 +153,7 @@ std::string gcc_wording(std::string l) {
   std::vector<std::string> lines = split_lines(diag);
   for (std::string& l : lines) l = gcc_wording(l);
   Diagnostic first, other, include, required, other_at;
-  std::string rest;
+  std::string rest, generated;  // generated: the errors in bronze's own code, without its file names
   int others = 0;
   for (std::size_t i = 0; i < lines.size(); ++i) {
     Diagnostic d;
@@ -169,6 +169,8 @@ std::string gcc_wording(std::string l) {
         other = d;
         other_at = required;
       }
+      std::size_t e = d.text.find("error: ");
+      generated += "\n" + d.text.substr(e == std::string::npos ? 0 : e + 7);
       continue;
     }
     if (first.text.empty()) first = d;
@@ -198,9 +200,16 @@ std::string gcc_wording(std::string l) {
                  other.text.substr(e == std::string::npos ? 0 : e);
   }
   if (first.text.empty()) {
-    // Nothing in the user's files: an error bronze's generated entry exposed.
     std::string name = files.empty() ? "shader.metal" : files[0].name;
-    throw ShaderCompileError(name + ": error: the kernel signature could not be compiled:\n" + diag);
+    // Nothing in the user's files: an error bronze's generated entry
+    // exposed (its messages, not where in bronze's files), or none at all:
+    // a tool failed (the linker on a full disk, a compiler that would not
+    // run), in its own words.
+    if (!generated.empty()) throw ShaderCompileError(name + ": error: the kernel signature could not be compiled:" + generated);
+    std::string said;
+    for (const std::string& l : lines)
+      if (l.find_first_not_of(" \t") != std::string::npos) said += "\n" + l;
+    throw ShaderCompileError(name + ": error: the build failed:" + (said.empty() ? "\n(the compiler printed nothing)" : said));
   }
   std::string excerpt;
   for (const SourceFile& f : files)
@@ -212,7 +221,7 @@ std::string gcc_wording(std::string l) {
           first.text = f.name + ":" + std::to_string(first.line) + ": (in a macro expansion)" + first.text.substr(at.size());
         first.col = 0;
       }
-      excerpt = source_excerpt(f.text, first.line, first.col);
+      if (!f.text.empty()) excerpt = source_excerpt(f.text, first.line, first.col);
     }
   if (not_supported) throw ShaderNotSupportedError(first.text + "\n" + excerpt + rest, first.line, first.col);
   throw ShaderCompileError(first.text + "\n" + excerpt + rest, first.line, first.col);
@@ -245,7 +254,13 @@ namespace {
                           files);
     }
   }
-  raise_compile_error(diag, files);
+  // The names the source's own #line directives give are the user's too
+  // (not bronze's generated code), though bronze has no text of them.
+  std::vector<SourceFile> named = files;
+  for (const std::string& n : ps.files)
+    if (std::none_of(named.begin(), named.end(), [&](const SourceFile& f) { return f.name == n; }))
+      named.emplace_back(n, "");
+  raise_compile_error(diag, named);
 }
 
 void check_stack_usage(const std::string& usage, const std::vector<SourceFile>& files) {

@@ -7,8 +7,12 @@
 
 namespace bronze::shader {
 namespace {
-bool ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
-bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+// Bytes of UTF-8 sequences are identifier characters: Metal, as C++, takes
+// Unicode identifiers (the preprocessor's output spells them in UTF-8).
+bool ident_start(char c) {
+  return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || static_cast<unsigned char>(c) >= 0x80;
+}
+bool ident_char(char c) { return ident_start(c) || std::isdigit(static_cast<unsigned char>(c)); }
 
 // "#line 12 \"name\"": the line and name, or false.
 bool line_directive(const std::string& d, int& line, std::string& name) {

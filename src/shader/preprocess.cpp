@@ -4,16 +4,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
-#include <fstream>
 #include <map>
 
 #include "bronze/error.hpp"
 #include "jit/disk_cache.hpp"
 #include "jit/files.hpp"
 #include "jit/host_compiler.hpp"
+#include "jit/sha256.hpp"
 #include "shader/diagnostics.hpp"
+#include "shader/includes.hpp"
 #include "shader/parser.hpp"
 
 namespace bronze::shader {
@@ -33,15 +36,6 @@ const char* const kUnsupportedHeaders[][2] = {
     {"MetalPerformancePrimitives/MetalPerformancePrimitives.h", "<MetalPerformancePrimitives> (Metal 4)"},
 };
 constexpr const char* kSdkDir = ".metal-sdk";
-constexpr const char* kTorchDir = ".torch";
-
-void write_file(const std::string& path, const std::string& text) {
-  for (std::size_t slash = path.find('/', 1); slash != std::string::npos; slash = path.find('/', slash + 1))
-    ::mkdir(path.substr(0, slash).c_str(), 0700);
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << text;
-  if (!f.flush()) throw Error("cannot write " + path);
-}
 
 std::string absolute(const std::string& path) {
   char buf[PATH_MAX];
@@ -66,7 +60,7 @@ void check_header_name(const std::string& n) {
     bad = part.empty() || part == "..";
     b = e + 1;
   }
-  if (bad || n.rfind(kSdkDir, 0) == 0 || n.rfind(kTorchDir, 0) == 0)
+  if (bad || n.rfind(kSdkDir, 0) == 0)
     throw ValueError("headers: '" + n + "' is not a relative file name (like \"ops.h\" or \"detail/ops.h\")");
 }
 
@@ -113,57 +107,78 @@ std::string squeeze(const std::string& s) {
   return o;
 }
 
-// "# 12 "name" 1 3" (GCC and Clang line markers): the line and name;
-// `entering` for flag 1, the start of an included file.
-bool line_marker(const std::string& l, int& line, std::string& name, bool* entering = nullptr) {
-  std::size_t i = 0;
+// "# 12 "name" 1 3" (GCC and Clang line markers): the line and the name,
+// its C escapes undone (GCC writes \\, \" and \n, Clang octal escapes).
+bool line_marker(const std::string& l, long long& line, std::string& name, bool* entering = nullptr) {
   if (l.size() < 4 || l[0] != '#') return false;
-  i = l.find_first_not_of(' ', 1);
+  std::size_t i = l.find_first_not_of(' ', 1);
   if (i == std::string::npos || !std::isdigit(static_cast<unsigned char>(l[i]))) return false;
-  line = std::atoi(l.c_str() + i);
+  line = std::strtoll(l.c_str() + i, nullptr, 10);
   std::size_t q = l.find('"', i);
   if (q == std::string::npos) return false;
   name.clear();
   std::size_t k = q + 1;
   for (; k < l.size() && l[k] != '"'; ++k) {
-    if (l[k] == '\\' && k + 1 < l.size()) ++k;
-    name += l[k];
+    if (l[k] != '\\' || k + 1 >= l.size()) {
+      name += l[k];
+    } else if (l[k + 1] >= '0' && l[k + 1] <= '7') {
+      int v = 0;
+      for (int d = 0; d < 3 && k + 1 < l.size() && l[k + 1] >= '0' && l[k + 1] <= '7'; ++d) v = v * 8 + (l[++k] - '0');
+      name += static_cast<char>(v);
+    } else {
+      ++k;
+      name += l[k] == 'n' ? '\n' : l[k] == 't' ? '\t' : l[k] == 'r' ? '\r' : l[k];
+    }
   }
-  if (entering) *entering = l.find(" 1", k) == k + 1;
+  if (entering) *entering = l.compare(k + 1, 2, " 1") == 0 && (k + 3 == l.size() || l[k + 3] == ' ');
   return true;
 }
 
-// "detail/../ops.h" -> "ops.h", "./a.h" -> "a.h": the path without dot segments.
-std::string normalize(const std::string& path) {
-  std::vector<std::string> parts;
-  std::size_t b = 0;
-  while (b <= path.size()) {
-    std::size_t e = path.find('/', b);
-    if (e == std::string::npos) e = path.size();
-    std::string part = path.substr(b, e - b);
-    if (part == ".." && !parts.empty() && parts.back() != ".." && !parts.back().empty()) parts.pop_back();
-    else if (part != "." && !(part.empty() && !parts.empty())) parts.push_back(part);
-    b = e + 1;
-  }
-  std::string out;
-  for (std::size_t i = 0; i < parts.size(); ++i) out += (i ? "/" : "") + parts[i];
-  return out;
-}
-
-std::string quoted(const std::string& s) {
-  std::string o = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
+// The preprocessor's output with identifiers in UTF-8: GCC writes `核` as
+// `\U00006838`, which bronze's reader would not take for one identifier,
+// and the user's own line (UTF-8) would no longer match it. The compilers
+// take either spelling. Literals keep theirs.
+std::string utf8_identifiers(const std::string& s) {
+  std::string o;
+  o.reserve(s.size());
+  for (std::size_t i = 0, n = s.size(); i < n;) {
+    const char c = s[i];
+    if (c == '"' || c == '\'') {  // to the closing quote (the output holds no raw strings GCC would split)
+      std::size_t e = i + 1;
+      while (e < n && s[e] != c && s[e] != '\n') e += s[e] == '\\' ? 2 : 1;
+      e = std::min(e + 1, n);
+      o.append(s, i, e - i);
+      i = e;
+      continue;
+    }
+    const std::size_t digits = c == '\\' && i + 1 < n ? (s[i + 1] == 'u' ? 4 : s[i + 1] == 'U' ? 8 : 0) : 0;
+    if (digits && i + 2 + digits <= n &&
+        std::all_of(s.begin() + i + 2, s.begin() + i + 2 + digits, [](char h) { return std::isxdigit(static_cast<unsigned char>(h)); })) {
+      unsigned long cp = std::strtoul(s.substr(i + 2, digits).c_str(), nullptr, 16);
+      if (cp < 0x80) o += static_cast<char>(cp);
+      else if (cp < 0x800) o += {static_cast<char>(0xc0 | (cp >> 6)), static_cast<char>(0x80 | (cp & 0x3f))};
+      else if (cp < 0x10000)
+        o += {static_cast<char>(0xe0 | (cp >> 12)), static_cast<char>(0x80 | ((cp >> 6) & 0x3f)), static_cast<char>(0x80 | (cp & 0x3f))};
+      else
+        o += {static_cast<char>(0xf0 | (cp >> 18)), static_cast<char>(0x80 | ((cp >> 12) & 0x3f)),
+              static_cast<char>(0x80 | ((cp >> 6) & 0x3f)), static_cast<char>(0x80 | (cp & 0x3f))};
+      i += 2 + digits;
+      continue;
+    }
     o += c;
+    ++i;
   }
-  return o + "\"";
+  return o;
 }
 }  // namespace
 
 bool DiskFile::unchanged() const {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && st.st_size == size &&
-         st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec == mtime_ns;
+  std::string text;
+  if (sha256.empty()) {  // looked at and passed over: still nothing to include there
+    struct stat st;
+    return ::stat(path.c_str(), &st) != 0 ? errno == ENOENT || errno == ENOTDIR : S_ISDIR(st.st_mode);
+  }
+  return jit::read_file(path, text) && jit::sha256_hex(text) == sha256;
 }
 
 const SourceFile* TranslationUnit::file(const std::string& name) const {
@@ -183,147 +198,130 @@ const std::vector<std::string>& metal_predefined_macros() {
 TranslationUnit preprocess(const std::string& source, const SourceOptions& o) {
   std::string base = o.filename.substr(o.filename.find_last_of('/') + 1);
   if (base.empty() || base[0] == '.') base = "shader.metal";
+  const std::string shown = printable(o.filename);
   std::vector<std::string> flags = {"-undef", "-nostdinc", "-x", "c++", "-std=c++17"};  // + the compiler's own for plain messages
   for (const std::string& m : metal_predefined_macros()) flags.push_back("-D" + m);
+  // The caller's macros as #define lines of a file, not -D options: any
+  // number of them fits (the command line has a limit), and a value cannot
+  // reach past its own line.
+  std::string defines = "#line 1 \"<command-line>\"\n";
   for (const auto& [name, value] : o.defines) {
     if (!is_identifier(name)) throw ValueError("defines: '" + name + "' is not a macro name");
-    flags.push_back("-D" + name + "=" + value);
+    if (value.find_first_of("\r\n") != std::string::npos)
+      throw ValueError("defines: the value of '" + name + "' is more than one line");
+    defines += "#define " + name + " " + value + "\n";
   }
-  // "x.h" from the main source: the build folder (headers=) first, then the
-  // folder of the user's file, when it names one on disk.
+
+  // Where names resolve, in the preprocessor's order: "x.h" beside the
+  // including file (the main source: beside headers=), the source file's
+  // folder, include_dirs, bronze's <metal_*> stand-ins, torch's c10/metal.
+  std::string work = jit::DiskCache::instance().make_work_dir();
+  std::vector<IncludeRoot> roots(1);
+  roots[0].dir = roots[0].allowed = work;
+  roots[0].on_disk = false;
+  roots[0].files = o.headers;
   if (o.filename.find('/') != std::string::npos) {
     std::string dir = absolute(o.filename.substr(0, o.filename.find_last_of('/')));
-    if (!dir.empty()) flags.push_back("-iquote" + dir);
+    if (!dir.empty()) {
+      IncludeRoot& r = roots.emplace_back();
+      r.dir = r.allowed = dir;
+      r.quote_only = true;
+      r.display = dir + "/";
+    }
   }
   for (const std::string& d : o.include_dirs) {
     std::string a = absolute(d);
     struct stat st;
-    if (a.empty() || ::stat(a.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    if (a.empty() || ::stat(a.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      jit::remove_tree(work);
       throw ValueError("include_dirs: no folder '" + d + "'");
-    flags.push_back("-I" + a);
+    }
+    IncludeRoot& r = roots.emplace_back();
+    r.dir = r.allowed = a == "/" ? "" : a;  // "/" + "/x" would never hold "/x"
+    r.display = r.dir + "/";
   }
-  flags.push_back(std::string("-I") + kSdkDir);
-  if (!o.torch_include_dir.empty()) flags.push_back(std::string("-I") + kTorchDir);
+  IncludeRoot& sdk = roots.emplace_back();
+  sdk.dir = sdk.allowed = work + "/" + kSdkDir;
+  sdk.on_disk = false;
+  sdk.user = false;
+  sdk.display = std::string(kSdkDir) + "/";
+  for (const char* h : kMetalHeaders) sdk.files.emplace_back(h, "");
+  for (const auto& [h, what] : kUnsupportedHeaders)
+    sdk.files.emplace_back(h, std::string("#error \"") + kNotSupported + what + ": no emulation of it exists\"\n");
+  if (!o.torch_include_dir.empty() && !absolute(o.torch_include_dir).empty()) {
+    IncludeRoot& r = roots.emplace_back();
+    r.dir = absolute(o.torch_include_dir);
+    r.allowed = r.dir + "/c10/metal";
+  }
 
-  std::string work = jit::DiskCache::instance().make_work_dir();
   jit::PreprocessResult r;
+  IncludeView view;
+  TranslationUnit tu;
   try {
-    write_file(work + "/" + base, source);
     for (const auto& [name, text] : o.headers) {
       check_header_name(name);
       if (name == base) throw ValueError("headers: '" + name + "' has the name of the source file");
-      write_file(work + "/" + name, text);
     }
-    for (const char* h : kMetalHeaders) write_file(work + "/" + kSdkDir + "/" + h, "");
-    for (const auto& [h, what] : kUnsupportedHeaders)
-      write_file(work + "/" + kSdkDir + "/" + h,
-                 std::string("#error \"") + kNotSupported + what + ": no emulation of it exists\"\n");
-    if (!o.torch_include_dir.empty()) {
-      ::mkdir((work + "/" + kTorchDir).c_str(), 0700);
-      ::mkdir((work + "/" + kTorchDir + "/c10").c_str(), 0700);
-      std::string target = o.torch_include_dir + "/c10/metal";
-      if (::symlink(target.c_str(), (work + "/" + kTorchDir + "/c10/metal").c_str()) != 0)
-        throw Error("cannot link PyTorch's Metal headers from " + target);
+    view = make_include_view(work, base, shown, source, roots);
+    const std::string prelude = work + "/defines.h";
+    jit::write_file(prelude, defines);
+    view.names.emplace_back(prelude, "<command-line>");
+    flags.insert(flags.end(), {"-include", prelude});
+    r = jit::run_preprocessor(work, view.main_path, flags);
+    tu.files = view.files;
+    tu.disk_files = view.disk_files;
+    // Every file the preprocessor entered is one of bronze's copies: had
+    // it reached another (a directive bronze's reading missed), nothing it
+    // said is shown.
+    for (const std::string& l : split_lines(r.output)) {
+      long long n = 0;
+      std::string raw;
+      bool entering = false;
+      if (line_marker(l, n, raw, &entering) && entering && raw[0] != '<' && view.display(raw) == raw)
+        throw ShaderCompileError(shown + ": error: the preprocessor opened '" + printable(raw) +
+                                 "', which bronze did not resolve; bronze reads no file outside the source's folder, "
+                                 "include_dirs, headers and torch's Metal headers");
     }
-    // A name like an option ("-E.metal", "--help") is a path to the compiler.
-    r = jit::run_preprocessor(work, base[0] == '-' ? "./" + base : base, flags);
+    if (!r.ok) raise_compile_error(view.diagnostics(r.diagnostics), tu.files);
   } catch (...) {
     jit::remove_tree(work);
     throw;
   }
+  jit::remove_tree(work);
 
-  // Names as the preprocessor wrote them -> as the user knows them.
-  auto display = [&](const std::string& raw) -> std::string {
-    std::string n = normalize(raw);
-    if (n == base) return o.filename;
-    std::string torch = std::string(kTorchDir) + "/";
-    if (n.rfind(torch, 0) == 0) return n.substr(torch.size());
-    return n;
-  };
-  auto is_user_file = [&](const std::string& n) {
-    return !n.empty() && n[0] != '<' && n.rfind(kSdkDir, 0) != 0;
-  };
-
-  // Includes stay inside the roots the caller named: the source's folder,
-  // include_dirs, headers (the build folder) and torch's c10/metal link.
-  std::vector<std::string> roots;
-  for (const std::string& f : flags)
-    if (f.rfind("-I/", 0) == 0 || f.rfind("-iquote/", 0) == 0) roots.push_back(f.substr(f[1] == 'I' ? 2 : 7) + "/");
-  auto inside = [&](const std::string& n) {
-    if (n.empty() || n[0] == '<') return true;
-    if (n[0] != '/') return normalize(n).rfind("..", 0) != 0;
-    std::string a = normalize(n);
-    for (const std::string& root : roots)
-      if (a.rfind(root, 0) == 0) return true;
-    return false;
-  };
-
-  TranslationUnit tu;
-  tu.files.push_back({o.filename, source});
-  std::map<std::string, std::vector<std::string>> lines_of;  // raw name -> its comment-free lines
+  std::map<std::string, std::vector<std::string>> lines_of;  // display name -> its comment-free lines
   std::map<std::string, std::set<int>> expanded;             // display name -> lines a macro changed
-  auto load = [&](const std::string& raw) -> const std::vector<std::string>* {
-    if (!is_user_file(raw) || !inside(raw)) return nullptr;  // a #line naming another file: never read
-    auto it = lines_of.find(raw);
-    if (it != lines_of.end()) return &it->second;
-    std::string name = display(raw), text;
-    if (const SourceFile* f = tu.file(name)) {
-      text = f->text;
-    } else {
-      std::string path = raw[0] == '/' ? raw : work + "/" + raw;
-      if (!jit::read_file(path, text)) return nullptr;
-      tu.files.push_back({name, text});
-      struct stat st;
-      if ((raw[0] == '/' || raw.rfind(kTorchDir, 0) == 0) && ::stat(path.c_str(), &st) == 0)
-        tu.disk_files.push_back({absolute(path), st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec,
-                                 static_cast<long long>(st.st_size)});
-    }
-    return &lines_of.emplace(raw, split_lines(blank_comments(text))).first->second;
+  auto lines = [&](const std::string& name) -> const std::vector<std::string>* {
+    const SourceFile* f = tu.file(name);
+    if (!f) return nullptr;  // a #line naming another file: never read
+    auto it = lines_of.find(name);
+    if (it == lines_of.end()) it = lines_of.emplace(name, split_lines(blank_comments(f->text))).first;
+    return &it->second;
   };
-
-  if (!r.ok) {
-    // Messages name files as the preprocessor saw them: rename them.
-    std::string diag;
-    for (const std::string& l : split_lines(r.diagnostics)) {
-      std::string lead = "In file included from ";
-      std::size_t at = l.rfind(lead, 0) == 0 ? lead.size() : l.rfind("                 from ", 0) == 0 ? 22 : 0;
-      std::size_t colon = l.find(':', at);
-      if (colon != std::string::npos) {
-        std::string raw = l.substr(at, colon - at);
-        load(raw);
-        diag += l.substr(0, at) + display(raw) + l.substr(colon) + "\n";
-      } else {
-        diag += l + "\n";
-      }
-    }
-    jit::remove_tree(work);
-    raise_compile_error(diag, tu.files);
-  }
 
   std::string out;
-  std::string raw;
-  int line = 0;
+  std::string name;
+  long long line = 0;
   const std::vector<std::string>* orig = nullptr;
-  for (const std::string& l : split_lines(r.output)) {
-    int n = 0;
-    std::string name;
-    bool entering = false;
-    if (line_marker(l, n, name, &entering) && entering && !inside(name)) {
-      jit::remove_tree(work);
-      throw ShaderCompileError(display(raw) + ":" + std::to_string(line) + ": error: #include of '" + name +
-                                   "' reaches outside the source's folder, include_dirs, headers and torch's Metal "
-                                   "headers; bronze reads no other file",
-                               line, 0);
-    }
-    if (line_marker(l, n, name)) {
-      raw = name;
+  auto past_int = [&](long long n) {
+    if (n <= INT_MAX) return;
+    throw ShaderCompileError(name + ": error: line " + std::to_string(n) + " is past the last line number (" +
+                             std::to_string(INT_MAX) + ", set by #line)");
+  };
+  for (const std::string& l : split_lines(utf8_identifiers(r.output))) {
+    long long n = 0;
+    std::string raw;
+    if (line_marker(l, n, raw)) {
+      name = printable(view.display(raw));
       line = n;
-      orig = load(raw);
+      past_int(line);
+      orig = lines(name);
       // "# 0" and the built-in pseudo files precede the source: no #line for them.
-      if (n > 0 && name[0] != '<') out += "#line " + std::to_string(n) + " " + quoted(display(raw));
+      if (n > 0 && name[0] != '<') out += "#line " + std::to_string(n) + " " + quoted(name);
       out += "\n";
       continue;
     }
+    if (l.find_first_not_of(" \t") != std::string::npos) past_int(line);
     // Where no macro changed a line, the user's own line (comments blanked)
     // keeps the columns that the preprocessor's spacing loses.
     if (orig && line >= 1 && static_cast<std::size_t>(line) <= orig->size() && !l.empty() &&
@@ -331,12 +329,11 @@ TranslationUnit preprocess(const std::string& source, const SourceOptions& o) {
       out += (*orig)[line - 1];
     } else {
       out += l;
-      if (orig && l.find_first_not_of(" \t") != std::string::npos) expanded[display(raw)].insert(line);
+      if (orig && l.find_first_not_of(" \t") != std::string::npos) expanded[name].insert(static_cast<int>(line));
     }
     out += '\n';
     ++line;
   }
-  jit::remove_tree(work);
   out += constant_pragmas(o.constants);
   out += std::string("#pragma ") + kMathModePragma + " " + math_mode_name(o.math_mode) + "\n";
   for (SourceFile& f : tu.files) f.expanded_lines = std::move(expanded[f.name]);

@@ -43,11 +43,12 @@ struct SourceFile {
   std::set<int> expanded_lines;
 };
 
-// A file read from disk, to tell whether a cached translation unit is stale.
+// A path looked at on disk while resolving includes, to tell whether a
+// cached translation unit is stale: by content, since an edit may keep a
+// file's size and its mtime be set back.
 struct DiskFile {
   std::string path;
-  long long mtime_ns = 0;
-  long long size = 0;
+  std::string sha256;  // of what was read; "" when nothing to include was there
   bool unchanged() const;
 };
 

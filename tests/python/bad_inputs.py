@@ -119,6 +119,38 @@ def _tiny_fraction():
         bronze.set_per_process_memory_fraction(0.0)
 
 
+def _fifo_include():
+    with tempfile.TemporaryDirectory() as d:
+        os.mkfifo(os.path.join(d, "pipe.h"))
+        bronze.compile_shader('#include "pipe.h"\n', filename=os.path.join(d, "k.metal"))
+
+
+def _foreign_object():
+    """A .bronzelib whose CPU object is another library's (with a valid checksum)."""
+    import hashlib
+    import struct
+
+    def sections(data):
+        out, pos = [], 12
+        while pos < len(data):
+            kind, n = struct.unpack_from("<II", data, pos)
+            name = data[pos + 8:pos + 8 + n]
+            (size,) = struct.unpack_from("<Q", data, pos + 8 + n)
+            body = data[pos + 16 + n:pos + 16 + n + size]
+            out.append((kind, name, body))
+            pos += 16 + n + size + 32
+        return out
+
+    def encode(head, secs):
+        return head[:8] + struct.pack("<I", len(secs)) + b"".join(
+            struct.pack("<II", k, len(n)) + n + struct.pack("<Q", len(b)) + b + hashlib.sha256(b).digest()
+            for k, n, b in secs)
+
+    lib = bronze.compile_library(SEED)
+    other = [b for k, _, b in sections(bronze.compile_library("")) if k == 3][0]  # no kernels, no entries
+    bronze.load_metallib(encode(lib, [(k, n, other if k == 3 else b) for k, n, b in sections(lib)]))
+
+
 CASES = [
     ("device(spec)", "unknown device type", lambda: bronze.device("mps"), ValueError, "expected 'cpu'"),
     ("device(spec)", "non-numeric index", lambda: bronze.device("cuda:x"), ValueError, "index must be a number"),
@@ -199,10 +231,18 @@ CASES = [
     ("compile_shader(source)", "a missing include", lambda: bronze.compile_shader('#include "absent.h"\n'), bronze.ShaderCompileError, "absent.h"),
     ("compile_shader(source)", "Metal 4 tensors", lambda: bronze.compile_shader("#include <metal_tensor>\n"), bronze.ShaderNotSupportedError, "Metal 4"),
     ("compile_shader(source)", "an include outside its roots", lambda: bronze.compile_shader('#include "/etc/passwd"\n'), bronze.ShaderCompileError, "reaches outside"),
+    ("compile_shader(source)", "an #include of a FIFO (or a device, anything not a regular file)", _fifo_include, bronze.ShaderCompileError, "it is a FIFO; bronze includes regular files only"),
+    ("compile_shader(source)", "`#pragma GCC dependency` of a file outside its roots", lambda: bronze.compile_shader('#pragma GCC dependency "/etc/shadow"\n'), bronze.ShaderCompileError, "reaches outside"),
+    ("compile_shader(source)", "an #include of a computed name (`#include MACRO`)", lambda: bronze.compile_shader('#define F "x.h"\n#include F\n'), bronze.ShaderCompileError, "computed name (a macro): bronze resolves file names written out in the source only"),
+    ("compile_shader(source)", "`#line` past 2^31 - 1", lambda: bronze.compile_shader("#line 2147483647\nint a;\nint b;\n"), bronze.ShaderCompileError, "line 2147483648 is past the last line number"),
+    ("compile_shader(filename=)", "a name with a newline (shown escaped)", lambda: bronze.compile_shader("kernel void k(device float* o) { o[0] = nope; }", filename="a\nb.metal"), bronze.ShaderCompileError, "a\\nb.metal:1:"),
     ("compile_shader(headers=)", "a name leaving the folder", lambda: bronze.compile_shader("", headers={"../x.h": ""}), ValueError, "not a relative file name"),
     ("compile_shader(headers=)", "not a dict", lambda: bronze.compile_shader("", headers=["x.h"]), TypeError, "dict of str"),
     ("compile_shader(include_dirs=)", "a missing folder", lambda: bronze.compile_shader("", include_dirs=["/nonexistent"]), ValueError, "no folder"),
     ("compile_shader(defines=)", "not a macro name", lambda: bronze.compile_shader("", defines={"1X": "2"}), ValueError, "not a macro name"),
+    ("compile_shader(defines=)", "a value of two lines", lambda: bronze.compile_shader("", defines={"X": "1\n2"}), ValueError, "more than one line"),
+    ("compile_library(archs=)", "one str that names no architecture", lambda: bronze.compile_library(SEED, archs="sm_x"), ValueError, "got 'sm_x'"),
+    ("compile_library(archs=)", "a negative number", lambda: bronze.compile_library(SEED, archs=[-5]), ValueError, "got -5"),
     ("compile_shader(language=)", "unknown language", lambda: bronze.compile_shader(SEED, language="glsl"), ValueError, "unknown shader language"),
     ("compile_shader(language=)", "None", lambda: bronze.compile_shader(SEED, language=None), TypeError, "language must be 'metal' or 'cuda', got NoneType"),
     ("compile_shader(source)", "a lone surrogate (no UTF-8 form)", lambda: bronze.compile_shader(SEED + "// \udcff"), ValueError, "the source is not valid text: it holds a lone surrogate"),
@@ -245,6 +285,7 @@ CASES = [
     ("load_metallib(x)", "other bytes", lambda: bronze.load_metallib(b"\x00garbage"), ValueError, "not a bronze library"),
     ("load_metallib(x)", "a cubin on the CPU device", lambda: bronze.load_metallib(b"\x7fELF" + bytes(60), device="cpu"), bronze.NotSupportedError, "loads on a CUDA device"),
     ("load_metallib(x)", "a missing file", lambda: bronze.load_metallib("/nonexistent.bronzelib"), FileNotFoundError, "nonexistent"),
+    ("load_metallib(x)", "a .bronzelib whose object is not bronze's (another library's)", _foreign_object, ValueError, "the .bronzelib's compiled object for this CPU is corrupt or not bronze's"),
     ("load_metallib(x, rebuild=r)", "an int for rebuild", lambda: bronze.load_metallib(b"BRZL", rebuild=1), TypeError, "True or False"),
     ("load_metallib(x, rebuild=r)", "a raw CUDA module", lambda: bronze.load_metallib(b"\x7fELF" + bytes(60), rebuild=True), ValueError, "carries no source"),
     ("profiler.start(mode)", "unknown mode", lambda: bronze.profiler.start("intervals"), bronze.ProfilerError, "invalid profiler mode"),
@@ -276,6 +317,10 @@ CASES = [
 
 # Inputs that look wrong but are bronze's intended behaviour: (entry point, input, what happens, why).
 BY_DESIGN = [
+    ("compile_shader(source)", "`__has_include(\"/etc/shadow\")`, a file outside the roots",
+     "false, whether the file exists or not (issue #34, N36)",
+     "bronze reads and looks at no file outside the source's folder, include_dirs, headers and torch's Metal "
+     "headers: for the source there is nothing else to include"),
     ("Tensor == Tensor", "two tensors", "identity (`t == t` is True, equal values in two tensors False)",
      "bronze has no elementwise comparison ops and no bool tensor results to give; `==` is Python's "
      "default object identity, so tensors stay usable as dict keys and in sets (`__hash__`). torch compares "

@@ -283,3 +283,34 @@ def test_a_failed_build_leaves_no_build_folder(tmp_path):
     out = subprocess.run([sys.executable, "-c", code, str(cache)], env=env, capture_output=True, text=True,
                          check=True, timeout=120).stdout
     assert out.strip() == "[]", out
+
+
+FULL_DISK = """
+import bronze
+try:
+    bronze.compile_shader("constant float table[1 << 24] = {1.0f};\\n"
+                          "kernel void k(device float* o, uint i [[thread_position_in_grid]]) { o[i] = table[i]; }")
+except bronze.ShaderCompileError as e:
+    print(e)
+"""
+
+
+def test_a_full_disk_is_reported_as_such(tmp_path):
+    # N33: the cache on a nearly full disk made the link fail with "the
+    # kernel signature could not be compiled: collect2: error: ld returned 1
+    # exit status": the linker's own line went to a log file on that full
+    # disk. Messages come through a pipe, and a failure that is no compile
+    # error is shown as the tools' words. A 40 MiB file system (in a mount
+    # namespace of its own; the cache builds elsewhere below 32 MiB free) is
+    # too small for the kernel's 64 MiB table.
+    cache = tmp_path / "small"
+    cache.mkdir()
+    if subprocess.run(["unshare", "-Urm", "true"], capture_output=True).returncode != 0:
+        pytest.skip("no user and mount namespaces here to mount a small file system in")
+    env = dict(os.environ, BRONZE_CACHE_DIR=str(cache))
+    env.pop("BRONZE_CACHE_DISABLE", None)
+    r = subprocess.run(["unshare", "-Urm", "sh", "-c", 'mount -t tmpfs -o size=40m,mode=700 tmpfs "$1" && exec "$2" -c "$3"',
+                        "sh", str(cache), sys.executable, FULL_DISK], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert "No space left on device" in r.stdout, r.stdout + r.stderr
+    assert "the build failed" in r.stdout and "kernel signature" not in r.stdout

@@ -96,3 +96,32 @@ def test_metal_capture(tmp_path, monkeypatch):
     lines = (tmp_path / "c.jsonl").read_text().splitlines()
     assert json.loads(lines[0]) == {"bronze_capture": 1}
     assert any(json.loads(l).get("op") == "fill" for l in lines[1:])
+
+
+def test_a_stop_that_another_thread_beat_raises_profiler_error(monkeypatch, tmp_path):
+    # N50: of two threads stopping at once, the one that had found the
+    # profiler running got a BronzeError from the stop itself. The stop
+    # checks once, where it stops.
+    import threading
+
+    for _ in range(20):
+        profiler.start()
+        start, errors = threading.Barrier(2), []
+
+        def stop(path):
+            start.wait()
+            try:
+                profiler.stop(path)
+            except Exception as e:  # noqa: BLE001  (checked below)
+                errors.append(e)
+
+        threads = [threading.Thread(target=stop, args=(tmp_path / f"{k}.json",)) for k in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(errors) == 1 and isinstance(errors[0], bronze.ProfilerError), errors
+    # The moment between the two, made certain: found running, then stopped by another.
+    monkeypatch.setattr(bronze._C, "_profiler_is_running", lambda: True)
+    with pytest.raises(bronze.ProfilerError, match="not running"):
+        profiler.stop()

@@ -4,6 +4,7 @@ memory figures return to where they started."""
 import gc
 import re
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -487,14 +488,15 @@ def test_a_daemon_thread_waiting_at_interpreter_exit_ends_cleanly(wait):
 
 
 def _processes():
-    """(pid, ppid, pgid) of every process."""
+    """(pid, ppid, pgid) of every process that has not exited (zombies wait for a reaper)."""
     out = []
     for d in os.listdir("/proc"):
         if d.isdigit():
             try:
                 with open(f"/proc/{d}/stat") as f:
                     fields = f.read().rsplit(")", 1)[1].split()
-                out.append((int(d), int(fields[1]), int(fields[2])))
+                if fields[0] != "Z":
+                    out.append((int(d), int(fields[1]), int(fields[2])))
             except OSError:
                 pass
     return out
@@ -508,27 +510,36 @@ def _cmdline(pid):
         return b""
 
 
+# A compile that computes for minutes (constexpr loops under GCC's limits of
+# iterations per loop and operations).
+SPIN = ("constexpr long spin() { long s = 0; for (long i = 0; i < 100000; ++i)\n"
+        "  for (long j = 0; j < 100000; ++j) s += (i ^ j) & 1; return s; }\n"
+        "static_assert(spin() > 0, \"\");\n"
+        "kernel void k(device float* o) { o[0] = 1; }\n")
+
+
+def _build_group(child):
+    """The process group of the child's kernel build (-shared), once it runs: the handshake."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        group = next((pg for pid, ppid, pg in _processes() if ppid == child.pid and pg == pid and
+                      b"\0-shared\0" in _cmdline(pid)), None)
+        if group is not None:
+            return group
+        time.sleep(0.05)
+    raise AssertionError("the compiler never started")
+
+
 def test_a_compile_ends_when_the_process_that_started_it_is_killed(tmp_path):
     # N06: the compiler outlived a killed process with no time limit. A
-    # compile that computes for minutes (constexpr loops under GCC's limits
-    # of iterations per loop and operations) is killed with
-    # its parent: the driver by PR_SET_PDEATHSIG, what it started by the time
-    # limit as CPU seconds, which they inherit.
-    spin = ("constexpr long spin() { long s = 0; for (long i = 0; i < 100000; ++i)\n"
-            "  for (long j = 0; j < 100000; ++j) s += (i ^ j) & 1; return s; }\n"
-            "static_assert(spin() > 0, \"\");\n"
-            "kernel void k(device float* o) { o[0] = 1; }\n")
+    # compile that computes for minutes is killed with its parent: the
+    # driver by PR_SET_PDEATHSIG, what it started by the time limit as CPU
+    # seconds, which they inherit.
     code = "import bronze, sys\nbronze.compile_shader(sys.argv[1], device='cpu')\n"
     env = dict(os.environ, BRONZE_COMPILE_TIMEOUT="3", BRONZE_CACHE_DIR=str(tmp_path / "cache"))
-    child = subprocess.Popen([sys.executable, "-c", code, spin], env=env)
+    child = subprocess.Popen([sys.executable, "-c", code, SPIN], env=env)
     try:
-        group = None
-        deadline = time.monotonic() + 120
-        while group is None and time.monotonic() < deadline:  # handshake: the build (-shared) runs
-            group = next((pg for pid, ppid, pg in _processes() if ppid == child.pid and pg == pid and
-                          b"\0-shared\0" in _cmdline(pid)), None)
-            time.sleep(0.05)
-        assert group is not None, "the compiler never started"
+        group = _build_group(child)
         # Every process of the compile carries the limit (the driver's and
         # what it started, as they inherit it), whoever waits for them.
         for pid in [pid for pid, _, pg in _processes() if pg == group]:
@@ -545,3 +556,36 @@ def test_a_compile_ends_when_the_process_that_started_it_is_killed(tmp_path):
     while any(pg == group for _, _, pg in _processes()) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(pg == group for _, _, pg in _processes()), "compiler processes outlived their parent"
+
+
+CTRL_C_COMPILE = """
+import sys, bronze
+try:
+    bronze.compile_shader(sys.argv[1], device="cpu")
+except KeyboardInterrupt:
+    print("KeyboardInterrupt", flush=True)
+bronze.compile_shader("kernel void k(device float* o) { o[0] = 1; }", device="cpu")
+print("usable", flush=True)
+"""
+
+
+def test_ctrl_c_stops_a_compile(tmp_path):
+    # N11: Ctrl-C was ignored until the compile ended (minutes here), then
+    # surfaced as a RuntimeError holding a traceback. The compile's wait
+    # runs the signal's handler: its KeyboardInterrupt kills the compilers
+    # and is raised, and bronze compiles on afterwards.
+    env = dict(os.environ, BRONZE_CACHE_DIR=str(tmp_path / "cache"))
+    child = subprocess.Popen([sys.executable, "-c", CTRL_C_COMPILE, SPIN], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        group = _build_group(child)
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=60)  # the compile alone would take minutes
+    finally:
+        child.kill()
+        child.wait()
+    assert out.split() == ["KeyboardInterrupt", "usable"], out + err
+    deadline = time.monotonic() + 30  # killed with its group: gone once the kernel has delivered SIGKILL
+    while any(pg == group for _, _, pg in _processes()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(pg == group for _, _, pg in _processes()), "the compiler outlived the interrupt"

@@ -4,6 +4,7 @@ contract torch.mps's own tests check, libraries that follow their tensors.
 Kernels here are bronze's own, written in the style of MLX, llama.cpp and
 PyTorch's MPS kernels."""
 
+import json
 import os
 import sys
 
@@ -874,9 +875,9 @@ def test_the_compiler_runs_bounded(case, tmp_path):
         src, words = '#include "/dev/zero"\n', ("memory limit", "reaches outside")
     elif case == "macro-bomb":
         src, words = "#define A(x) x x x x x x x x\n#define B(x) A(A(A(x)))\n#define C(x) B(B(B(x)))\nC(C(1))\n", ("memory limit",)
-    else:  # an include nobody ever finishes writing: only the time limit ends it
+    else:  # N10: an include nobody ever writes to blocked the preprocessor until the time limit (600 s)
         os.mkfifo(tmp_path / "pipe.h")
-        src, words, env = '#include "pipe.h"\n', ("time limit of 1 s",), {"BRONZE_COMPILE_TIMEOUT": "1"}
+        src, words = '#include "pipe.h"\n', ('shader.metal:1:10: error: cannot include "pipe.h"',)
     code = ("import bronze, sys\n"
             "try:\n    bronze.compile_shader(sys.argv[1], include_dirs=[sys.argv[2]])\n"
             "except bronze.ShaderCompileError as e:\n    print(e)\n"
@@ -884,6 +885,121 @@ def test_the_compiler_runs_bounded(case, tmp_path):
     r = subprocess.run([sys.executable, "-c", code, src, inc], capture_output=True, text=True, timeout=120,
                        env=dict(os.environ, **env))
     assert any(w in r.stdout for w in words) and "usable" in r.stdout, r.stdout + r.stderr
+    if case == "fifo":
+        assert "it is a FIFO; bronze includes regular files only" in r.stdout
+
+
+def test_includes_are_regular_files_found_by_bronze(tmp_path):
+    # N10: only regular files are read, looked at before they are opened
+    # (a FIFO blocks its reader, a device may act on its opening); a folder
+    # of an include's name is passed over, as the preprocessor's search does.
+    import subprocess
+    src_dir, inc = tmp_path / "src", tmp_path / "inc"
+    src_dir.mkdir(), inc.mkdir()
+    os.mkfifo(src_dir / "fifo.h")
+    (inc / "null.h").symlink_to("/dev/null")
+    (src_dir / "v.h").mkdir()
+    (inc / "v.h").write_text("#define V 3.0f\n")
+    kernel = "kernel void k(device float* o) { o[0] = V; }\n"
+    code = ("import bronze, sys, json\nout = []\n"
+            "for src in json.loads(sys.argv[1]):\n"
+            "    try:\n        lib = bronze.compile_shader(src, filename=sys.argv[2], include_dirs=[sys.argv[3]])\n"
+            "        out.append('ok')\n"
+            "    except bronze.ShaderCompileError as e:\n        out.append(str(e).splitlines()[0])\n"
+            "print(json.dumps(out))\n")
+    sources = ['#include "fifo.h"\n' + kernel, '\n#include <null.h>\n' + kernel,
+               '#if __has_include("fifo.h")\n#error found\n#endif\n#include "v.h"\n' + kernel]
+    r = subprocess.run([sys.executable, "-c", code, json.dumps(sources), str(src_dir / "k.metal"), str(inc)],
+                       capture_output=True, text=True, timeout=120)  # each would block for 600 s
+    assert r.returncode == 0, r.stderr
+    fifo, device, has_include = json.loads(r.stdout)
+    assert fifo == f'{src_dir}/k.metal:1:10: error: cannot include "fifo.h" ({src_dir}/fifo.h): it is a FIFO; ' \
+                   "bronze includes regular files only"
+    assert device.startswith(f"{src_dir}/k.metal:2:10: error: cannot include <null.h> ({inc}/null.h): it is a "
+                             "character device")
+    assert has_include == "ok"  # the FIFO is no file to include; the folder v.h is passed over for inc/v.h
+
+
+SECRET = "#SECRET_TOKEN_sk_live_12345\nint leak;\n"
+
+
+def test_files_outside_the_roots_are_never_read_nor_looked_at(tmp_path):
+    # N14, N36: the preprocessor read an include outside the roots before
+    # bronze checked it, and its error echoed the file's first bad
+    # directive; __has_include and #pragma GCC dependency told whether any
+    # path exists. bronze resolves every name itself: a name that leaves
+    # the roots is refused (or not there, for __has_include) whether or not
+    # the file exists.
+    secret = tmp_path / "secret" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text(SECRET)
+    user = tmp_path / "src" / "k.metal"
+    user.parent.mkdir()
+    kernel = "kernel void k(device float* o) { o[0] = 1; }\n"
+    for src, kw in [(f'#include "{secret}"\n', {}), ('#include "../secret/secret.txt"\n', {"filename": str(user)}),
+                    (f'#include_next "{secret}"\n', {}), ('#include <../secret/secret.txt>\n', {"include_dirs": [user.parent]}),
+                    # Directives as the preprocessor reads them: a line splice in the name, the
+                    # digraph %:, a byte order mark, a string that is no raw string (a8R"(...)
+                    (f'#inc\\\nlude "{secret}"\n', {}), (f'%:include "{secret}"\n', {}),
+                    (f'\ufeff#include "{secret}"\n', {}), (f'int a8R"(\n#include "{secret}"\n)";\n', {})]:
+        for find in (bronze.find_kernels, bronze.compile_shader):
+            with pytest.raises(bronze.ShaderCompileError, match="reaches outside the source's folder") as info:
+                find(src + kernel, **kw)
+            assert "SECRET" not in str(info.value) and info.value.lineno in (1, 2), src
+    # What bronze answers about a path outside is the same whether it exists or not.
+    def answer(src):
+        try:
+            return bronze.compile_shader(src + kernel).kernel_names
+        except bronze.ShaderCompileError as e:
+            return str(e).replace(str(secret), "X").replace(str(tmp_path / "absent"), "X")
+    for probe in ['#if __has_include("{}")\n#error it exists\n#endif\n', '#pragma GCC dependency "{}"\n']:
+        assert answer(probe.format(secret)) == answer(probe.format(tmp_path / "absent"))
+    assert answer('#if __has_include("{}")\n#error it exists\n#endif\n'.format(secret)) == ["k"]
+    for src in [f'_Pragma("GCC dependency \\"{secret}\\"")\n', f'#define P(x) _Pragma(#x)\nP(GCC dependency "{secret}")\n']:
+        with pytest.raises(bronze.ShaderCompileError, match="'GCC dependency' outside a '#pragma GCC dependency' line"):
+            bronze.compile_shader(src + kernel)
+    # Names inside the roots still go up and down between folders.
+    (tmp_path / "src" / "sub").mkdir()
+    (tmp_path / "src" / "sub" / "a.h").write_text('#include "../b.h"\n')
+    (tmp_path / "src" / "b.h").write_text("#define B 2.0f\n")
+    lib = bronze.compile_shader('#include "sub/a.h"\n#pragma GCC dependency "b.h"\n'
+                                "kernel void k(device float* o) { o[0] = B; }\n", filename=str(user))
+    o = bronze.zeros(1)
+    lib.k(o)
+    assert o.item() == 2.0
+
+
+def test_a_computed_include_name_is_refused_at_its_line():
+    # A name made by a macro would be resolved by the preprocessor, out of
+    # bronze's sight (it could name any path): refused, saying so.
+    with pytest.raises(bronze.ShaderCompileError, match=r"shader.metal:2:10: error: #include of a computed name"):
+        bronze.compile_shader('#define F "/etc/passwd"\n#include F\n')
+    with pytest.raises(bronze.ShaderCompileError, match=r"shader.metal:1:30: error: __has_include of a computed name"):
+        bronze.compile_shader('#define HAS(x) __has_include(x)\n#if HAS("/etc/shadow")\n#endif\n')
+
+
+def test_an_edited_header_with_its_size_and_mtime_kept_is_rebuilt(tmp_path):
+    # N45: the in-process memo compared size and mtime: an edit that kept
+    # both served the stale kernel. It compares contents.
+    header = tmp_path / "val.h"
+    header.write_text("#define VAL 4.0f\n")
+    src = '#include "val.h"\nkernel void k(device float* o) { o[0] = VAL; }\n'
+    o = bronze.zeros(1)
+    bronze.compile_shader(src, include_dirs=[tmp_path]).k(o)
+    assert o.item() == 4.0
+    st = os.stat(header)
+    header.write_text("#define VAL 5.0f\n")
+    os.utime(header, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert os.stat(header).st_size == st.st_size and os.stat(header).st_mtime_ns == st.st_mtime_ns
+    bronze.compile_shader(src, include_dirs=[tmp_path]).k(o)
+    assert o.item() == 5.0
+    # A header put where the search now finds it first is an edit too.
+    (tmp_path / "first").mkdir()
+    bronze.compile_shader(src, include_dirs=[tmp_path / "first", tmp_path]).k(o)
+    assert o.item() == 5.0
+    (tmp_path / "first" / "val.h").write_text("#define VAL 6.0f\n")
+    bronze.compile_shader(src, include_dirs=[tmp_path / "first", tmp_path]).k(o)
+    assert o.item() == 6.0
 
 
 # bfloat as Metal mixes it: with integers it stays bfloat, with float it is
@@ -1028,3 +1144,35 @@ def test_a_file_named_like_a_compiler_option_is_a_file(name):
     assert o.numpy().tolist() == [2.0, 2.0]
     with pytest.raises(bronze.ShaderCompileError, match=f"{name}:1:"):
         bronze.compile_shader("kernel void f(device float* o) { o[0] = nope; }", filename=name)
+
+
+def test_unicode_kernel_names_and_no_build_folder_in_messages():
+    # N41: GCC's preprocessor writes a Unicode identifier as a universal
+    # character name (\U00006838), which bronze read as 'U00006838' inside
+    # its generated code; and a failure in generated code quoted the build
+    # folder's paths.
+    lib = bronze.compile_shader("kernel void 核(device float* o, uint i [[thread_position_in_grid]]) { o[i] = 2; }\n"
+                                "template <typename T> kernel void τ(device T* o) { o[0] = 3; }\n"
+                                'template [[host_name("τ_f")]] kernel void τ<float>(device float*);\n')
+    assert lib.kernel_names == ["核", "τ_f"]
+    o = bronze.zeros(2)
+    getattr(lib, "核")(o)
+    lib.τ_f(o)
+    assert o.numpy().tolist() == [3.0, 2.0]
+    with pytest.raises(bronze.ShaderCompileError) as info:  # an error the generated entry exposes
+        bronze.compile_shader("struct S;\nkernel void k(constant S& s, device float* o) { o[0] = 1; }\n")
+    message = str(info.value)
+    assert "incomplete type" in message
+    assert "bronze-build" not in message and bronze.cache_info()["dir"] not in message, message
+
+
+def test_many_defines_and_file_names_with_escapes():
+    # N50: 100,000 defines as -D options were past the command line's limit
+    # ("cannot start the compiler"): they go to the preprocessor in a file.
+    defines = {f"D{i}": str(i) for i in range(100000)}
+    o = bronze.zeros(1)
+    bronze.compile_shader("kernel void k(device float* o) { o[0] = D99999; }", defines=defines).k(o)
+    assert o.item() == 99999.0
+    # A #line name with escapes was shown without its backslashes ('anb"c').
+    with pytest.raises(bronze.ShaderCompileError, match=r'^a\\nb"c:5:41: error: .*nope'):
+        bronze.compile_shader('#line 5 "a\\nb\\"c"\nkernel void k(device float* o) { o[0] = nope; }\n')
