@@ -242,8 +242,8 @@ def _replay(args):
                     call.append(bytes.fromhex(a["bytes_hex"]))
             kernel = libraries[r["library"]]._kernel(r["kernel"])
             kernel(*call, threads=tuple(r["grid"]), group_size=tuple(r["group"]))
-        except refusals as e:
-            raise _Refused(f"{args.file}:{r['line']}: {e}") from None
+        except refusals as e:  # one line: a compile error's first, its place and words (no excerpt)
+            raise _Refused(f"{args.file}:{r['line']}: {str(e).splitlines()[0] if str(e) else e!r}") from None
         ran += 1
     try:
         bronze.synchronize()

@@ -72,7 +72,7 @@ DOCTORED = {
     "kernel specialize": (_kernel(kernel="specialize"), "3: the library has no kernel 'specialize'"),
     "an unknown kernel": (_kernel(kernel="nope"), "3: the library has no kernel 'nope'"),
     "an outside #include": (lambda r: r[1].update(source='#include "/etc/hostname"\n' + r[1]["source"]),
-                            "2: shader.metal:1: error: #include of '/etc/hostname' reaches outside"),
+                            "2: shader.metal:1:10: error: \"/etc/hostname\" reaches outside"),
 }
 
 
