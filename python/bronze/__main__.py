@@ -243,7 +243,8 @@ def _replay(args):
             kernel = libraries[r["library"]]._kernel(r["kernel"])
             kernel(*call, threads=tuple(r["grid"]), group_size=tuple(r["group"]))
         except refusals as e:  # one line: a compile error's first, its place and words (no excerpt)
-            raise _Refused(f"{args.file}:{r['line']}: {str(e).splitlines()[0] if str(e) else e!r}") from None
+            first = (str(e).splitlines() or [repr(e)])[0]
+            raise _Refused(f"{args.file}:{r['line']}: {first}") from None
         ran += 1
     try:
         bronze.synchronize()
