@@ -13,7 +13,7 @@ import re
 import numpy as np
 
 from . import _C
-from ._tensor import as_dtype, asarray, empty, full
+from ._tensor import as_dtype, asarray, empty, full, tensor
 
 # Metal's names for bronze dtypes, as MLX spells them in generated signatures.
 _METAL_TYPES = {
@@ -176,10 +176,10 @@ class MetalKernel:
         args = []
         for t, (scalar, shape, strides, ndim) in zip(ts, binds):
             args.append(t if t.is_contiguous() else t._span())
-            if shape:
-                args.append(np.asarray(t.shape or (1,), dtype=np.int32))
+            if shape:  # `constant int*` buffers: tensors where the kernel runs
+                args.append(tensor(np.asarray(t.shape or (1,), dtype=np.int32), device=dev))
             if strides:
-                args.append(np.asarray(t.stride() or (1,), dtype=np.int64))
+                args.append(tensor(np.asarray(t.stride() or (1,), dtype=np.int64), device=dev))
             if ndim:
                 args.append(np.int32(t.ndim))
         outs = []

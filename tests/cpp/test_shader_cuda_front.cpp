@@ -240,3 +240,19 @@ TEST(CudaTranslation, AliasCheckFindsReadOnlyBuffersOverWrittenOnes) {
   EXPECT_FALSE(bs::read_only_overlaps_written({{0, 64, true}, {0, 64, true}}));      // written twice: no restrict
   EXPECT_FALSE(bs::read_only_overlaps_written({{0, 0, false}, {0, 64, true}}));      // empty
 }
+
+// NVRTC refuses non-ASCII identifiers (in UTF-8, and as universal character
+// names of device functions): the CUDA translation spells them in ASCII.
+TEST(CudaTranslation, UnicodeIdentifiersAreSpelledInAscii) {
+  bs::TranslationUnit tu =
+      bs::preprocess("kernel void \xe6\xa0\xb8(device float* o, uint i [[thread_position_in_grid]]) { o[i] = 2; }\n", {});
+  bs::ParsedSource ps = bs::parse(tu.text, "shader.metal");
+  bronze::runtime::ModuleSource m = bs::module_source(tu, ps, {}, bronze::cuda::generate(tu.text, ps));
+  EXPECT_NE(m.code.find("void bronze_u6838_("), std::string::npos);
+  EXPECT_EQ(m.code.find("\xe6\xa0\xb8"), std::string::npos);
+  if (!bronze::cuda::nvrtc_available()) GTEST_SKIP() << bronze::cuda::nvrtc_status();
+  m.gpu_arch = 90;
+  m.ptx = true;
+  bronze::runtime::ModuleObject o = bronze::backends::shader_backend(bronze::DeviceType::CUDA).build(m);
+  EXPECT_TRUE(o.ok) << o.diagnostics;
+}

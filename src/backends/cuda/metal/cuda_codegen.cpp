@@ -1,9 +1,48 @@
 #include "backends/cuda/metal/cuda_codegen.hpp"
 
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+
 namespace bronze::cuda {
 using namespace shader;  // the front end's parse is this generator's input
 
 namespace {
+// NVRTC refuses non-ASCII identifiers (`kernel void 核`, valid Metal and
+// C++): in UTF-8 at all, and as universal character names in device
+// functions' names. So each non-ASCII character outside string and character
+// literals (where alone the preprocessor lets one stand) becomes
+// `bronze_uXXXX_`, the same everywhere in the unit; kernels are found by
+// their entries, whose names are ASCII.
+std::string ascii_identifiers(const std::string& code) {
+  if (std::all_of(code.begin(), code.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; })) return code;
+  std::string out;
+  out.reserve(code.size() + 64);
+  for (std::size_t i = 0; i < code.size();) {
+    const unsigned char c = static_cast<unsigned char>(code[i]);
+    if (c == '"' || c == '\'') {  // a literal, copied whole (its escapes included)
+      std::size_t e = i + 1;
+      while (e < code.size() && code[e] != static_cast<char>(c) && code[e] != '\n') e += code[e] == '\\' ? 2 : 1;
+      e = std::min(e + 1, code.size());
+      out.append(code, i, e - i);
+      i = e;
+      continue;
+    }
+    if (c < 0x80) {
+      out += code[i++];
+      continue;
+    }
+    const int n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;  // UTF-8 (the preprocessor checked it)
+    std::uint32_t cp = n == 1 ? c : c & (0x7F >> n);
+    for (int k = 1; k < n && i + k < code.size(); ++k) cp = cp << 6 | (static_cast<unsigned char>(code[i + k]) & 0x3F);
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "bronze_u%X_", static_cast<unsigned>(cp));
+    out += buf;
+    i += n;
+  }
+  return out;
+}
+
 // From the parse's tokens (the unit is lexed once).
 bool mentions(const ParsedSource& ps, const std::string& name) {
   for (const Token& t : ps.tokens)
@@ -60,7 +99,8 @@ std::string generate(const std::string& unit, const ParsedSource& ps, const Rewr
   }
   // simdgroup_matrix is held in tensor-core fragments unless the unit reads
   // Apple's per-lane layout (bronze_metal.h).
-  return generated_file(body, out, mentions(ps, "thread_elements") ? "#define BRONZE_SGM_THREAD_ELEMENTS\n" : "");
+  return ascii_identifiers(
+      generated_file(body, out, mentions(ps, "thread_elements") ? "#define BRONZE_SGM_THREAD_ELEMENTS\n" : ""));
 }
 
 }  // namespace bronze::cuda
