@@ -1,7 +1,6 @@
 #include "jit/disk_cache.hpp"
 
 #include <dirent.h>
-#include <link.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -15,7 +14,6 @@
 #include <ctime>
 #include <fstream>
 #include <iostream>
-#include <set>
 #include <vector>
 
 #include "bronze/error.hpp"
@@ -246,28 +244,13 @@ std::string DiskCache::store(const std::string& key, const std::string& suffix, 
   return path;
 }
 
-namespace {
-// The names of the objects loaded in this process, as dlopen was given them.
-std::set<std::string> loaded_names() {
-  std::set<std::string> names;
-  ::dl_iterate_phdr(
-      [](dl_phdr_info* info, std::size_t, void* out) {
-        if (info->dlpi_name && *info->dlpi_name) static_cast<std::set<std::string>*>(out)->insert(info->dlpi_name);
-        return 0;
-      },
-      &names);
-  return names;
-}
-}  // namespace
-
 std::optional<std::string> DiskCache::pin(const std::string& path) {
   std::lock_guard<std::mutex> g(pins_mu_);
-  if (!pins_.empty()) {  // those loaded since, or long unused, go
-    const std::set<std::string> loaded = loaded_names();
+  if (!pins_.empty()) {  // those never loaded (a build that failed after it) go when long unused
     const std::time_t now = std::time(nullptr);
     pins_.erase(std::remove_if(pins_.begin(), pins_.end(),
                                [&](const Pin& p) {
-                                 const bool done = loaded.count(p.path) || now - p.made > 600;
+                                 const bool done = now - p.made > 600;
                                  if (done) ::unlink(p.path.c_str());
                                  return done;
                                }),
@@ -291,6 +274,14 @@ std::optional<std::string> DiskCache::pin(const std::string& path) {
     return ::access(path.c_str(), F_OK) != 0 && errno == ENOENT ? std::nullopt : std::optional<std::string>(path);
   pins_.push_back({pinned, std::time(nullptr)});
   return pinned;
+}
+
+void DiskCache::unpin(const std::string& pinned) {
+  std::lock_guard<std::mutex> g(pins_mu_);
+  auto it = std::find_if(pins_.begin(), pins_.end(), [&](const Pin& p) { return p.path == pinned; });
+  if (it == pins_.end()) return;
+  ::unlink(it->path.c_str());
+  pins_.erase(it);
 }
 
 DiskCache::Counters DiskCache::counters() const {

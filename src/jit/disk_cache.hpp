@@ -43,11 +43,14 @@ class DiskCache {
   std::string make_work_dir();
   // A name of this process's own for the file at `path` (an entry, or a
   // build about to be stored): a hard link another process's trim cannot
-  // take away before the file is loaded (dlopen). Removed once an object
-  // of that name is loaded, or after ten minutes. nullopt when the file is
+  // take away before the file is loaded (dlopen). Removed by unpin once
+  // loaded, or after ten minutes. nullopt when the file is
   // gone already (trimmed since its lookup: build it again); `path` itself
   // where no link can be made.
   std::optional<std::string> pin(const std::string& path);
+  // The pin's name goes once its object is loaded (the mapping keeps the
+  // file); nothing for a path that is no pin.
+  void unpin(const std::string& pinned);
 
   struct Counters {
     unsigned long long hits = 0, misses = 0, stores = 0, corrupt = 0;

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include "bronze/error.hpp"
+#include "jit/disk_cache.hpp"
 #include "jit/host_compiler.hpp"
 
 namespace bronze::cpu {
@@ -58,6 +59,7 @@ runtime::ModuleObject build_module(const runtime::ModuleSource& src) {
 void load_module(const runtime::ModuleObject& object, std::vector<runtime::ModuleKernel>& kernels) {
   void* h = ::dlopen(object.path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) throw Error(std::string("cannot load the compiled shader: ") + ::dlerror());
+  jit::DiskCache::instance().unpin(object.path);  // loaded: its mapping keeps the file
   for (auto& k : kernels) {
     k.entry = ::dlsym(h, k.symbol.c_str());
     if (!k.entry) throw KernelNotFoundError("the compiled shader has no entry '" + k.symbol + "'");
