@@ -92,6 +92,9 @@ class DeviceImpl {
   // Memory the host reads and writes directly and kernels use in place: on
   // CUDA pinned, mapped host memory (its own pool); on the CPU allocator().
   virtual CachingAllocator& host_visible_allocator() = 0;
+  // Returns what the backend keeps for running kernels and does not use now
+  // (the CPU's kernel threads' stacks and buffers); empty_cache() calls it.
+  virtual void release_idle_memory() {}
   // Every allocation of this device is host-visible (one pool: the CPU).
   bool memory_is_host_visible() { return &host_visible_allocator() == &allocator(); }
   Generator& generator() { return generator_; }

@@ -16,6 +16,7 @@
 #include "backends/cpu/cpu_module.hpp"
 #include "backends/cpu/cpu_stream.hpp"
 #include "backends/cpu/thread_pool.hpp"
+#include "backends/cpu/worker_memory.hpp"
 #include "bronze/error.hpp"
 #include "runtime/fork_state.hpp"
 #include "runtime/host_memory.hpp"
@@ -90,6 +91,7 @@ class CpuDevice final : public runtime::DeviceImpl {
 
   runtime::CachingAllocator& allocator() override { return allocator_; }
   runtime::CachingAllocator& host_visible_allocator() override { return allocator_; }
+  void release_idle_memory() override { release_idle_worker_memory(); }
 
   std::shared_ptr<runtime::StreamImpl> default_stream() override {
     std::lock_guard<std::mutex> g(mu_);

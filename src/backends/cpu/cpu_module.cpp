@@ -23,9 +23,6 @@ runtime::ModuleObject build_module(const runtime::ModuleSource& src) {
        // turn it off for C only); Clang's default contracts within an
        // expression only. Baseline x86-64 has no FMA: there nothing changes.
        "-ffp-contract=fast",
-       // A barrier kernel's threads run on fibers with this much stack and
-       // room for the runtime's frames (bronze_metal_cpu.h, kFiberStack).
-       "-DBRONZE_PRIVATE_BYTES=" + std::to_string(runtime::kMaxPrivateBytes),
        // Every function a kernel calls must be defined: an error now, not when loading.
        "-Wl,-z,defs", "-lm"};
   // Plain messages: excerpts come from the files bronze read.
