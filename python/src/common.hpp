@@ -37,6 +37,8 @@ T& class_arg(nb::handle h, const char* what, const char* expected) {
 // Blocks until done() (called without the GIL) holds; Ctrl-C raises
 // KeyboardInterrupt meanwhile (wait.cpp).
 void wait_until(const std::function<bool()>& done);
+// Queueing into a full stream from Python waits with wait_until (runtime::queue_wait).
+void install_queue_wait();
 // wait_until the device has finished its work, then synchronize it (which
 // raises what failed).
 void wait_for_device(const Device& d);

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "common.hpp"
+#include "runtime/stream_impl.hpp"
 
 namespace bronze::py {
 namespace {
@@ -93,6 +94,17 @@ void wait_until(const std::function<bool()>& done) {
     if (finished) return;
     if (PyErr_CheckSignals() != 0) throw nb::python_error();
   }
+}
+
+void install_queue_wait() {
+  // A thread holding the GIL that queues into a full stream waits as every
+  // wait does (Ctrl-C raises there, nothing is queued); others block in the
+  // stream, having released the GIL themselves.
+  runtime::set_queue_wait([](const std::function<bool()>& ready) {
+    if (!PyGILState_Check()) return false;
+    wait_until(ready);
+    return true;
+  });
 }
 
 void wait_for_device(const Device& d) {

@@ -1,15 +1,20 @@
 // CPU events: a marker op in the stream's queue stamps the completion time
-// on the device timeline (the steady clock the profiler uses).
+// on the device timeline (the steady clock the profiler uses). A stream that
+// waits for an event holds no thread meanwhile (CpuStream::enqueue_gate).
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <utility>
+#include <vector>
 
 #include "runtime/stream_impl.hpp"
 
 namespace bronze::cpu {
+
+class CpuStream;
 
 class CpuEvent final : public runtime::EventImpl {
  public:
@@ -30,6 +35,8 @@ class CpuEvent final : public runtime::EventImpl {
     std::uint64_t recorded = 0;   // records issued
     std::uint64_t completed = 0;  // highest record that has run
     std::int64_t when_ns = 0;     // completion time of `completed`
+    // Streams parked at a wait for record `gen`: resumed when it completes.
+    std::vector<std::pair<std::uint64_t, std::shared_ptr<CpuStream>>> parked;
   };
   bool timing_;
   std::shared_ptr<State> st_;
