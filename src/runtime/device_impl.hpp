@@ -124,8 +124,12 @@ class DeviceImpl {
   // GPU backends: sm_XY as XY (0 on the CPU).
   virtual int gpu_arch() const { return 0; }
   // Loads a module the device's backend built (shader_module.hpp), or on a
-  // GPU a cubin, PTX or fatbin; it stays loaded for the process.
-  virtual void load_module(const ModuleObject& object, std::vector<ModuleKernel>& kernels) = 0;
+  // GPU a cubin, PTX or fatbin, after `check` (if any) accepted its kernels.
+  // The module stays loaded while a copy of the handle returned lives (a
+  // library holds it; a queued launch holds its library); a null handle: it
+  // stays loaded for the process (CUDA).
+  virtual std::shared_ptr<void> load_module(const ModuleObject& object, std::vector<ModuleKernel>& kernels,
+                                            const ModuleCheck& check) = 0;
   // Host <-> device transfers of contiguous bytes, queued on `s`.
   virtual void copy_from_host(StreamImpl& s, void* dst, const void* src, std::size_t n,
                               std::shared_ptr<void> keepalive) = 0;

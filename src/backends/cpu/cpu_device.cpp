@@ -111,8 +111,8 @@ class CpuDevice final : public runtime::DeviceImpl {
     return p;
   }
 
-  // A stream dropped in a forked child is left alone: its worker thread and
-  // the waits on its condition variables stayed in the parent.
+  // A stream dropped in a forked child is left alone: the threads that ran
+  // it and the waits on its condition variables stayed in the parent.
   std::shared_ptr<CpuStream> new_stream() {
     return std::shared_ptr<CpuStream>(new CpuStream(device()), [](CpuStream* s) {
       if (!runtime::forked_after_start(DeviceType::CPU)) delete s;
@@ -121,7 +121,10 @@ class CpuDevice final : public runtime::DeviceImpl {
 
   runtime::CachingAllocator& allocator() override { return allocator_; }
   runtime::CachingAllocator& host_visible_allocator() override { return allocator_; }
-  void release_idle_memory() override { release_idle_worker_memory(); }
+  void release_idle_memory() override {
+    // A forked child has the memory but not the threads, nor locks they held.
+    if (!runtime::forked_after_start(DeviceType::CPU)) release_idle_worker_memory();
+  }
 
   std::shared_ptr<runtime::StreamImpl> default_stream() override {
     std::lock_guard<std::mutex> g(mu_);
@@ -171,10 +174,9 @@ class CpuDevice final : public runtime::DeviceImpl {
               const runtime::View& b) override {
     q(s).enqueue("mm", "kernel", [out, a, b] { kernels::matmul(out, a, b); });
   }
-  void load_module(const runtime::ModuleObject& object, std::vector<runtime::ModuleKernel>& kernels) override {
-    if (object.path.empty())
-      throw NotSupportedError("GPU modules (cubin, PTX, fatbin) load on a CUDA device, not on " + device().str());
-    cpu::load_module(object, kernels);
+  std::shared_ptr<void> load_module(const runtime::ModuleObject& object, std::vector<runtime::ModuleKernel>& kernels,
+                                    const runtime::ModuleCheck& check) override {
+    return cpu::load_module(object, kernels, check);
   }
   void launch(runtime::StreamImpl& s, runtime::KernelLaunch&& l) override {
     CpuStream& stream = q(s);
