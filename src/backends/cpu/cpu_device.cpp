@@ -92,7 +92,7 @@ class CpuDevice final : public runtime::DeviceImpl {
                        [this] { synchronize(); },
                        [](runtime::StreamImpl& s) {
                          auto e = std::make_unique<CpuEvent>(false);
-                         e->record(s);
+                         e->mark(s);
                          return std::unique_ptr<runtime::EventImpl>(std::move(e));
                        }}) {}
 

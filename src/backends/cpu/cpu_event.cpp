@@ -8,13 +8,18 @@
 namespace bronze::cpu {
 
 void CpuEvent::record(runtime::StreamImpl& s) {
+  static_cast<CpuStream&>(s).wait_for_room();  // before the record counts: an interrupted wait leaves none
+  mark(s);
+}
+
+void CpuEvent::mark(runtime::StreamImpl& s) {
   std::uint64_t gen;
   {
     std::lock_guard<std::mutex> g(st_->mu);
     gen = ++st_->recorded;
   }
   auto st = st_;
-  static_cast<CpuStream&>(s).enqueue("event_record", "sync", [st, gen] {
+  static_cast<CpuStream&>(s).push("event_record", "sync", [st, gen] {
     std::int64_t t = runtime::prof::now_ns();
     std::vector<std::shared_ptr<CpuStream>> resume;
     {

@@ -20,7 +20,10 @@ class CpuEvent final : public runtime::EventImpl {
  public:
   explicit CpuEvent(bool timing) : timing_(timing), st_(std::make_shared<State>()) {}
 
-  void record(runtime::StreamImpl& s) override;
+  void record(runtime::StreamImpl& s) override;  // waits while the stream is full
+  // record() without waiting for room: the allocator's markers, queued
+  // under its lock and from destructors, where a wait could deadlock or throw.
+  void mark(runtime::StreamImpl& s);
   void wait(runtime::StreamImpl& s) override;
   bool query() override;
   void synchronize() override;

@@ -184,9 +184,10 @@ void CpuStream::drain(const std::shared_ptr<CpuStream>& self) {
       });
       std::unique_lock<std::mutex> lock(mu_);
       if (queue_.empty() || (ran >= kFairShare && ex.waiting())) {
-        scheduled_ = !queue_.empty();
+        const bool more = !queue_.empty();
+        scheduled_ = more;
         lock.unlock();
-        if (scheduled_) ex.post(self);  // behind the streams that waited
+        if (more) ex.post(self);  // behind the streams that waited
         return;
       }
       op = std::move(queue_.front());
