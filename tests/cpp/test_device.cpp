@@ -165,7 +165,8 @@ TEST(Stream, AThreadQueueingIntoAFullStreamWaitsAndOrderHolds) {
   // N29: past kMaxQueuedOps unfinished ops the queueing thread waits, through
   // runtime::queue_wait (which the Python layer makes interruptible) or on
   // its own, until the stream has drained.
-  static std::atomic<int> waits{0};
+  static std::atomic<int> waits;
+  waits = 0;
   bronze::runtime::set_queue_wait([](const std::function<bool()>&) {
     ++waits;
     return false;  // the stream blocks it itself
