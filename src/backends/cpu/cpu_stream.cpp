@@ -112,15 +112,15 @@ void CpuStream::enqueue(const char* name, const char* category, std::function<vo
 
 void CpuStream::enqueue_gate(const char* name, const char* category, Gate ready) {
   wait_for_room();
-  push_op(Op{name, category, nullptr, std::move(ready)});
+  push_op(Op{name, category, nullptr, nullptr, nullptr, std::make_unique<GateOp>(GateOp{std::move(ready)})});
 }
 
 void CpuStream::push(const char* name, const char* category, std::function<void()> fn, void (*release)(void*),
                      void* arg) {
-  push_op(Op{name, category, std::move(fn), nullptr, release, arg});
+  push_op(Op{name, category, std::move(fn), release, arg, nullptr});
 }
 
-void CpuStream::push_op(Op op) {
+void CpuStream::push_op(Op&& op) {
   runtime::check_not_forked(DeviceType::CPU);
   // Shader dispatches are captured by the shader layer, with their arguments.
   if (runtime::capture::active() && std::string(op.category) != "shader")
@@ -134,7 +134,7 @@ void CpuStream::push_op(Op op) {
     queue_.push_back(std::move(op));
     ++submitted_;
     post = !scheduled_ && !parked_;
-    scheduled_ = scheduled_ || post;
+    if (post) scheduled_ = true;
   }
   if (post) Executor::instance().post(shared_from_this());
   if (serialize) {
@@ -194,17 +194,21 @@ void CpuStream::drain(const std::shared_ptr<CpuStream>& self) {
       queue_.pop_front();
     }
     const bool profiling = runtime::prof::active();
-    if (profiling && !op.begin) op.begin = runtime::prof::now_ns();
-    if (op.gate && !op.gate(self)) {
-      std::lock_guard<std::mutex> g(mu_);
-      at_gate_ = std::move(op);
-      if (!woken_) {
-        parked_ = true;
-        scheduled_ = false;
-        return;
+    std::int64_t begin = profiling ? runtime::prof::now_ns() : 0;
+    if (op.gate) {
+      if (!op.gate->begin) op.gate->begin = begin;  // a wait lasts from its first try
+      begin = op.gate->begin;
+      if (!op.gate->ready(self)) {
+        std::lock_guard<std::mutex> g(mu_);
+        at_gate_ = std::move(op);
+        if (!woken_) {
+          parked_ = true;
+          scheduled_ = false;
+          return;
+        }
+        woken_ = false;  // ready by now: tried again
+        continue;
       }
-      woken_ = false;  // ready by now: tried again
-      continue;
     }
     std::string error;
     if (op.fn) {
@@ -218,13 +222,13 @@ void CpuStream::drain(const std::shared_ptr<CpuStream>& self) {
         error = "unknown exception";
       }
     }
-    if (profiling) runtime::prof::record_op({op.name, op.category, device_name_, id_, op.begin, runtime::prof::now_ns()});
+    if (profiling) runtime::prof::record_op({op.name, op.category, device_name_, id_, begin, runtime::prof::now_ns()});
     std::string failure;
     if (!error.empty())
       failure = std::string("'") + op.name + "' failed on " + device_name_ + " stream " + std::to_string(id_) + ": " + error;
     // Release captured buffers (and the op's name) before signalling completion.
     op.fn = nullptr;
-    op.gate = nullptr;
+    op.gate.reset();
     if (op.release) op.release(op.arg);
     {
       std::lock_guard<std::mutex> g(mu_);

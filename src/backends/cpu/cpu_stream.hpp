@@ -57,16 +57,19 @@ class CpuStream final : public runtime::StreamImpl, public std::enable_shared_fr
 
  private:
   friend class Executor;
+  struct GateOp {
+    Gate ready;
+    std::int64_t begin = 0;  // profiling: when it was first tried
+  };
   struct Op {
     const char* name;
     const char* category;
     std::function<void()> fn;
-    Gate gate;
     void (*release)(void*) = nullptr;
     void* arg = nullptr;
-    std::int64_t begin = 0;  // profiling: when it was first tried
+    std::unique_ptr<GateOp> gate;  // a wait (rare): fn is empty
   };
-  void push_op(Op op);
+  void push_op(Op&& op);
   // On an executor thread (self is this stream): runs ops until the stream
   // has none (after a short spin), waits at a gate, or owes its thread to a
   // waiting stream.
@@ -76,20 +79,24 @@ class CpuStream final : public runtime::StreamImpl, public std::enable_shared_fr
   Device device_;
   std::uint64_t id_;
   std::string device_name_;
-  std::mutex mu_;
-  std::condition_variable done_cv_;
-  std::deque<Op> queue_;
-  // Written under mu_, read without it by the short spins that keep
-  // launch-to-completion latency off the futex path.
-  std::atomic<std::uint64_t> submitted_{0}, completed_{0};
-  int waiters_ = 0;  // threads in wait_idle or waiting for room (the executor signals only then)
   std::string first_error_;
   std::uint64_t error_count_ = 0;
+  std::optional<Op> at_gate_;  // the executor's: the gate op it parked at
+  std::condition_variable done_cv_;
+  // What the queueing threads and the executor both touch, each on cache
+  // lines of its own: the queue with its lock, then the counters that each
+  // side writes and the other side's spin reads.
+  alignas(64) std::mutex mu_;
+  std::deque<Op> queue_;
+  int waiters_ = 0;  // threads in wait_idle or waiting for room (the executor signals only then)
   // Under mu_: an executor runs the stream or will (it is queued for one).
   bool scheduled_ = false;
   bool parked_ = false;  // at a gate, not scheduled; resume() schedules it
   bool woken_ = false;   // resume() came before the executor parked it
-  std::optional<Op> at_gate_;  // the executor's: the gate op it parked at
+  // Written under mu_, read without it by the short spins that keep
+  // launch-to-completion latency off the futex path.
+  alignas(64) std::atomic<std::uint64_t> submitted_{0};
+  alignas(64) std::atomic<std::uint64_t> completed_{0};
 };
 
 }  // namespace bronze::cpu

@@ -14,7 +14,7 @@ namespace {
 
 // The fibers' stacks, kFiberStack bytes each, kStackStride apart with an
 // inaccessible guard below each. The build refuses kernels with a frame over
-// kMaxPrivateBytes (cpu_module.cpp); the 64 KiB over it hold the runtime's
+// kMaxPrivateBytes (shader/diagnostics.cpp); the 64 KiB over it hold the runtime's
 // frames, and the guard makes anything that still outgrows its stack fault at
 // once rather than overwrite its neighbour's frames. A guard is 1 MiB, so an
 // index up to that far past a private array (idx 20000 into float[8] is
