@@ -48,6 +48,8 @@ auto interruptible(F&& f) -> decltype(f()) {
   run_interruptible([&] { result.emplace(f()); });
   return std::move(*result);
 }
+// Queueing into a full stream from Python waits with wait_until (runtime::queue_wait).
+void install_queue_wait();
 // wait_until the device has finished its work, then synchronize it (which
 // raises what failed).
 void wait_for_device(const Device& d);

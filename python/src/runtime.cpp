@@ -11,6 +11,7 @@
 #include "bronze/profiler.hpp"
 #include "bronze/random.hpp"
 #include "bronze/stream.hpp"
+#include "runtime/stream_impl.hpp"
 #include "common.hpp"
 
 namespace bronze::py {
@@ -45,6 +46,8 @@ std::optional<DeviceType> parse_type(const std::optional<std::string>& t) {
 }  // namespace
 
 void bind_runtime(nb::module_& m) {
+  install_queue_wait();
+  m.attr("_max_queued_ops") = runtime::kMaxQueuedOps;  // a stream's queue depth before launches wait (tests)
   nb::enum_<DeviceType>(m, "DeviceType").value("cpu", DeviceType::CPU).value("cuda", DeviceType::CUDA);
 
   auto device_cls = nb::class_<Device>(m, "device", "A bronze device: 'cpu' or 'cuda:N'.");

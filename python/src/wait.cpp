@@ -21,6 +21,7 @@
 #include "bronze/stream.hpp"
 #include "common.hpp"
 #include "jit/interrupt.hpp"
+#include "runtime/stream_impl.hpp"
 
 namespace bronze::py {
 namespace {
@@ -121,6 +122,17 @@ void run_interruptible(const std::function<void()>& call) {
     PyErr_Restore(type, value, traceback);
     throw nb::python_error();
   }
+}
+
+void install_queue_wait() {
+  // A thread holding the GIL that queues into a full stream waits as every
+  // wait does (Ctrl-C raises there, nothing is queued); others block in the
+  // stream, having released the GIL themselves.
+  runtime::set_queue_wait([](const std::function<bool()>& ready) {
+    if (!PyGILState_Check()) return false;
+    wait_until(ready);
+    return true;
+  });
 }
 
 void wait_for_device(const Device& d) {

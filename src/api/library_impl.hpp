@@ -17,7 +17,9 @@ namespace bronze::detail {
 struct LibraryImpl;
 // The builds of one library compiled without naming a device: it follows
 // its tensors, built for another device on first use there (as CuPy's and
-// Warp's kernels do).
+// Warp's kernels do). The handles to a build share the family's ownership
+// (api/shader.cpp: in_family): a build of any device keeps all of them, and
+// the last handle dropped unloads them all.
 struct LibraryFamily {
   shader::TranslationUnit unit;
   std::string kernel;  // the one kernel a specialization builds; empty: all
@@ -37,6 +39,9 @@ struct LibraryImpl {
   std::vector<std::size_t> carved_tg_bytes;  // CUDA: of those, in dynamic shared memory (ModuleKernel)
   std::vector<int> max_threads;      // per kernel: threads per threadgroup it can launch with
   std::vector<const void*> entries;  // the backend's function per kernel
+  // The loaded modules the entries are in: unloaded (dlclose) with the
+  // library, which each queued launch holds.
+  std::vector<std::shared_ptr<void>> modules;
   // A kernel's arguments in its entry's order (shader::entry_position: its
   // buffers and values in declaration order, those a function constant
   // removed included), from the call's binding order (slot order).
@@ -63,19 +68,16 @@ struct LibraryImpl {
   struct Aliased {
     const void* entry = nullptr;
     int max_threads = 0;
+    std::shared_ptr<void> module;
   };
   std::mutex aliased_mu;
   std::vector<Aliased> aliased;  // per kernel, once built
   // Empty: bound to `device`. Weak: the family owns its builds, and the
-  // process's library cache owns the family.
+  // handles to them own the family.
   std::weak_ptr<LibraryFamily> family;
-  // Library::specialize's builds by kernel and constants, each with its own
-  // family where this library has one.
-  struct Specialization {
-    std::shared_ptr<LibraryImpl> lib;
-    std::shared_ptr<LibraryFamily> family;
-  };
+  // Library::specialize's builds by kernel and constants, each in a family
+  // of its own where this library has one; kept with this library.
   std::mutex specializations_mu;
-  std::vector<std::pair<std::string, Specialization>> specializations;
+  std::vector<std::pair<std::string, std::shared_ptr<LibraryImpl>>> specializations;
 };
 }  // namespace bronze::detail

@@ -27,6 +27,7 @@ void empty_cache(std::optional<Device> d) {
   auto& dev = runtime::device_impl(runtime::resolve(d));
   dev.allocator().empty_cache();
   if (!dev.memory_is_host_visible()) dev.host_visible_allocator().empty_cache();
+  dev.release_idle_memory();
 }
 MemoryStats memory_stats(std::optional<Device> d) { return alloc(d).stats(); }
 MemoryStats host_visible_memory_stats(std::optional<Device> d) {

@@ -119,20 +119,6 @@ std::string source_name(const CompileOptions& o) {
 std::string cubin_target(int arch) { return "cuda-sm_" + std::to_string(arch); }
 std::string ptx_target(int arch) { return "cuda-ptx-compute_" + std::to_string(arch); }
 
-std::string cache_object(const std::vector<std::uint8_t>& object, const std::string& suffix) {
-  // Content-addressed like compiled objects, so loading twice reuses one file.
-  std::string key = jit::Sha256().update(object.data(), object.size()).hex();
-  auto& cache = jit::DiskCache::instance();
-  if (auto hit = cache.lookup(key, suffix)) return *hit;
-  std::string dir = cache.make_work_dir();
-  std::string tmp = dir + "/object" + suffix;
-  std::ofstream(tmp, std::ios::binary).write(reinterpret_cast<const char*>(object.data()),
-                                             static_cast<std::streamsize>(object.size()));
-  std::string path = cache.store(key, suffix, tmp);
-  if (path != tmp) ::rmdir(dir.c_str());
-  return path;
-}
-
 shader::SourceOptions source_options(const CompileOptions& o) {
   shader::SourceOptions so;
   so.filename = o.filename;
@@ -285,40 +271,46 @@ runtime::ModuleKernel module_kernel(const shader::ParsedSource& ps, std::size_t 
   return m;
 }
 
+// Refuses kernel k of a unit whose loaded table does not end where the
+// reflected signature does: an object built from another source (a doctored
+// .bronzelib) is refused before its kernels could take a value's bytes for a
+// pointer, and before it is loaded (runtime::ModuleCheck).
+void check_table(const KernelInfo& reflected, const runtime::ModuleKernel& m) {
+  const std::vector<std::uint64_t>& table = m.table;
+  bool matches = table.size() == m.table_words && table.back() == 0;
+  for (std::size_t w = 2; matches && w + 1 < table.size(); w += shader::kLayoutWordsPerParam)
+    matches = table[w] != 0;  // every parameter's size
+  if (!matches)
+    throw ValueError("the compiled object does not match its source: kernel '" + reflected.name +
+                     "' has another signature there; load it with rebuild=True to build its source instead");
+}
+
 // A built Metal unit, loaded on device d: objects are its parts (build_module)
 // of the kernels in range.
 std::shared_ptr<detail::LibraryImpl> load_unit(const Device& d, const std::string& unit, const shader::ParsedSource& ps,
                                                const std::vector<runtime::ModuleObject>& objects,
                                                KernelRange kernels = {}) {
   kernels = kernels.within(ps);
+  auto lib = new_library(d, unit, jit::sha256_hex(unit));
   std::vector<runtime::ModuleKernel> mk(kernels.size());
   for (std::size_t k = 0; k < mk.size(); ++k) mk[k] = module_kernel(ps, kernels.first + k);
   for (std::size_t p = 0; p < objects.size(); ++p) {
     auto [first, last] = part_range(p, objects.size(), {0, mk.size()});
     std::vector<runtime::ModuleKernel> part(std::make_move_iterator(mk.begin() + first),
                                             std::make_move_iterator(mk.begin() + last));
-    runtime::device_impl(d).load_module(objects[p], part);
+    auto check = [&, first = first](const std::vector<runtime::ModuleKernel>& loaded) {
+      for (std::size_t k = 0; k < loaded.size(); ++k) check_table(ps.kernels[kernels.first + first + k].info, loaded[k]);
+    };
+    lib->modules.push_back(runtime::device_impl(d).load_module(objects[p], part, check));
     std::move(part.begin(), part.end(), mk.begin() + first);
   }
-  auto lib = new_library(d, unit, jit::sha256_hex(unit));
   lib->no_kernels_why = ps.no_kernels_why;
   lib->first_kernel = kernels.first;
   lib->restricted = d.type == DeviceType::CUDA;
   lib->aliased.resize(mk.size());
   for (std::size_t k = 0; k < mk.size(); ++k) {
-    const KernelInfo& reflected = ps.kernels[kernels.first + k].info;
-    // The table ends with its one 0 where the reflected signature ends: an
-    // object built from another source (a doctored .bronzelib) is refused
-    // before its kernels could take a value's bytes for a pointer.
-    const std::vector<std::uint64_t>& table = mk[k].table;
-    bool matches = table.size() == mk[k].table_words && table.back() == 0;
-    for (std::size_t w = 2; matches && w + 1 < table.size(); w += shader::kLayoutWordsPerParam)
-      matches = table[w] != 0;  // every parameter's size
-    if (!matches)
-      throw ValueError("the compiled object does not match its source: kernel '" + reflected.name +
-                       "' has another signature there; load it with rebuild=True to build its source instead");
-    KernelInfo info = reflected;
-    shader::apply_layout(info, reinterpret_cast<const unsigned long long*>(table.data()));
+    KernelInfo info = ps.kernels[kernels.first + k].info;
+    shader::apply_layout(info, reinterpret_cast<const unsigned long long*>(mk[k].table.data()));
     add_kernel(*lib, std::move(info), mk[k]);
   }
   return lib;
@@ -364,7 +356,7 @@ const detail::LibraryImpl::Aliased& aliased_entry(detail::LibraryImpl& lib, std:
   runtime::ModuleObject o = backend.build(src);
   if (!o.ok) shader::raise_build_error(o.diagnostics, ps, tu.files);
   std::vector<runtime::ModuleKernel> mk = {module_kernel(ps, unit_k)};
-  runtime::device_impl(lib.device).load_module(o, mk);
+  a.module = runtime::device_impl(lib.device).load_module(o, mk, {});
   a.max_threads = mk[0].max_threads;
   a.entry = mk[0].entry;
   return a;
@@ -412,8 +404,8 @@ std::shared_ptr<detail::LibraryImpl> build_cuda_source(const Device& d, const st
   std::vector<runtime::ModuleKernel> mk(kernels.size());
   for (std::size_t k = 0, lowered = 0; k < kernels.size(); ++k)
     mk[k].symbol = kernels[k].extern_c ? kernels[k].info.name : o.lowered[lowered++];
-  runtime::device_impl(d).load_module(o, mk);
   auto lib = new_library(d, src, jit::sha256_hex(src));
+  lib->modules.push_back(runtime::device_impl(d).load_module(o, mk, {}));
   lib->launch_record = false;
   for (std::size_t k = 0; k < kernels.size(); ++k) {
     KernelInfo info = std::move(kernels[k].info);
@@ -445,8 +437,8 @@ std::shared_ptr<detail::LibraryImpl> load_gpu_image(const Device& d, const std::
   }
   std::vector<runtime::ModuleKernel> mk(kernels.size());
   for (std::size_t k = 0; k < kernels.size(); ++k) mk[k].symbol = kernels[k].info.name;
-  runtime::device_impl(d).load_module(image_object(bytes), mk);
   auto lib = new_library(d, "", jit::Sha256().update(bytes.data(), bytes.size()).hex());
+  lib->modules.push_back(runtime::device_impl(d).load_module(image_object(bytes), mk, {}));
   lib->launch_record = false;
   for (std::size_t k = 0; k < kernels.size(); ++k) {
     KernelInfo info = std::move(kernels[k].info);
@@ -490,25 +482,46 @@ std::vector<std::uint8_t> argument_buffer(const KernelParam& p, const std::vecto
   return out;
 }
 
+// A build of family f as a handle that shares the family's ownership.
+std::shared_ptr<detail::LibraryImpl> in_family(const std::shared_ptr<detail::LibraryFamily>& f,
+                                               const std::shared_ptr<detail::LibraryImpl>& build) {
+  return std::shared_ptr<detail::LibraryImpl>(f, build.get());
+}
+
+// Makes `build` the first of a new family that builds `unit` (`kernel`
+// alone, if named) for other devices.
+std::shared_ptr<detail::LibraryImpl> found_family(std::shared_ptr<detail::LibraryImpl> build,
+                                                  shader::TranslationUnit unit, bool validate,
+                                                  const std::string& kernel = {}) {
+  auto f = std::make_shared<detail::LibraryFamily>();
+  f->unit = std::move(unit);
+  f->kernel = kernel;
+  f->validate = validate;
+  build->family = f;
+  f->builds.push_back(build);
+  return in_family(f, build);
+}
+
 // The family's build for device d: built on first use.
 std::shared_ptr<detail::LibraryImpl> build_for(const std::shared_ptr<detail::LibraryFamily>& f, const Device& d) {
   std::lock_guard<std::mutex> g(f->mu);
   for (const auto& b : f->builds)
-    if (b->device == d) return b;
+    if (b->device == d) return in_family(f, b);
   CompileOptions o;
   o.validate = f->validate;
   check_language(d, o);
   auto lib = build_unit(d, f->unit, f->validate, f->kernel);
   lib->family = f;
   f->builds.push_back(lib);
-  return lib;
+  return in_family(f, lib);
 }
 
-// A compiled library kept for the process, with the files read from disk
-// that went into it: an edited header makes the entry stale.
+// A compiled library while something holds it (its handles, its queued
+// launches), with the files read from disk that went into it: an edited
+// header makes the entry stale. A library dropped is unloaded; compiling its
+// source again loads it from the disk cache.
 struct HotEntry {
-  std::shared_ptr<detail::LibraryImpl> lib;
-  std::shared_ptr<detail::LibraryFamily> family;  // keeps the other devices' builds
+  std::weak_ptr<detail::LibraryImpl> lib;
   std::vector<shader::DiskFile> disk_files;
 };
 }  // namespace
@@ -536,7 +549,7 @@ Library compile_shader(const std::string& source, const CompileOptions& options)
     auto it = hot.find(key);
     if (it != hot.end() && std::all_of(it->second.disk_files.begin(), it->second.disk_files.end(),
                                        [](const shader::DiskFile& f) { return f.unchanged(); }))
-      return Library(it->second.lib);
+      if (auto lib = it->second.lib.lock()) return Library(lib);
     auto b = building.find(key);
     if (b == building.end()) {
       building.emplace(key, mine.get_future().share());
@@ -552,21 +565,18 @@ Library compile_shader(const std::string& source, const CompileOptions& options)
     }
   }
   // Outside the lock: compiles of other sources run in parallel.
+  std::shared_ptr<detail::LibraryImpl> lib;
   HotEntry e;
   try {
     if (options.language == "cuda") {
-      e.lib = build_cuda_source(d, source, source_name(options));
+      lib = build_cuda_source(d, source, source_name(options));
     } else {
       shader::TranslationUnit tu = shader::preprocess(source, source_options(options));
       e.disk_files = tu.disk_files;
-      if (options.device) {
-        e.lib = build_unit(d, tu, options.validate);
-      } else {  // built here now (errors surface at compile time), elsewhere on first use
-        e.family = std::make_shared<detail::LibraryFamily>();
-        e.family->unit = std::move(tu);
-        e.family->validate = options.validate;
-        e.lib = build_for(e.family, d);
-      }
+      lib = build_unit(d, tu, options.validate);
+      // Without a device: built here now (errors surface at compile time),
+      // elsewhere on first use.
+      if (!options.device) lib = found_family(std::move(lib), std::move(tu), options.validate);
     }
   } catch (...) {
     std::lock_guard<std::mutex> g(mu);
@@ -574,11 +584,14 @@ Library compile_shader(const std::string& source, const CompileOptions& options)
     building.erase(key);
     throw;
   }
+  e.lib = lib;
   std::lock_guard<std::mutex> g(mu);
-  hot[key] = e;
-  mine.set_value(e.lib);
+  for (auto it = hot.begin(); it != hot.end();)  // the dropped libraries' entries go
+    it = it->second.lib.expired() ? hot.erase(it) : std::next(it);
+  hot[key] = std::move(e);
+  mine.set_value(lib);
   building.erase(key);
-  return Library(e.lib);
+  return Library(lib);
 }
 
 std::vector<std::string> find_kernels(const std::string& source, const CompileOptions& options) {
@@ -635,12 +648,9 @@ Library load_metallib(const std::vector<std::uint8_t>& bytes, std::optional<Devi
     return Library(load_unit(d, tu.text, ps, build_module(backends::shader_backend(d.type), tu, ps, false,
                                                           runtime::device_impl(d).gpu_arch())));
   if (d.type == DeviceType::CUDA) return Library(load_bronzelib_cuda(d, f, tu, ps));
-  std::vector<runtime::ModuleObject> objects;
+  std::vector<runtime::ModuleObject> objects;  // checked before they are cached or loaded
   for (const auto& [target, object] : f.objects)
-    if (target == shader::host_cpu_target()) {
-      objects.emplace_back().ok = true;
-      objects.back().path = cache_object(object, ".so");
-    }
+    if (target == shader::host_cpu_target()) objects.push_back(image_object(object));
   // No object for this host: build one from the library's unit.
   if (objects.empty()) return Library(load_unit(d, tu.text, ps, build_module(backends::shader_backend(d.type), tu, ps, false)));
   try {
@@ -687,22 +697,15 @@ Kernel Library::specialize(const std::string& name,
   std::string key = name + '\0';
   for (const auto& [k, v] : constants) key += k + '\0' + v + '\0';
   std::lock_guard<std::mutex> g(impl_->specializations_mu);  // one build per set, however many callers
-  for (const auto& [k, s] : impl_->specializations)
-    if (k == key) return Library(s.lib).kernel(name);
+  for (const auto& [k, lib] : impl_->specializations)
+    if (k == key) return Library(lib).kernel(name);
   shader::TranslationUnit tu;
   tu.text = impl_->source + shader::constant_pragmas(constants);
-  detail::LibraryImpl::Specialization s;
-  s.lib = build_unit(impl_->device, tu, impl_->validate, name);
-  if (!impl_->family.expired()) {  // follows its tensors, as this library does
-    s.family = std::make_shared<detail::LibraryFamily>();
-    s.family->unit = tu;
-    s.family->kernel = name;
-    s.family->validate = impl_->validate;
-    s.family->builds.push_back(s.lib);
-    s.lib->family = s.family;
-  }
-  Kernel k = Library(s.lib).kernel(name);
-  impl_->specializations.emplace_back(std::move(key), std::move(s));
+  auto lib = build_unit(impl_->device, tu, impl_->validate, name);
+  if (!impl_->family.expired())  // follows its tensors, as this library does
+    lib = found_family(std::move(lib), std::move(tu), impl_->validate, name);
+  Kernel k = Library(lib).kernel(name);
+  impl_->specializations.emplace_back(std::move(key), std::move(lib));
   return k;
 }
 

@@ -92,6 +92,9 @@ class DeviceImpl {
   // Memory the host reads and writes directly and kernels use in place: on
   // CUDA pinned, mapped host memory (its own pool); on the CPU allocator().
   virtual CachingAllocator& host_visible_allocator() = 0;
+  // Returns what the backend keeps for running kernels and does not use now
+  // (the CPU's kernel threads' stacks and buffers); empty_cache() calls it.
+  virtual void release_idle_memory() {}
   // Every allocation of this device is host-visible (one pool: the CPU).
   bool memory_is_host_visible() { return &host_visible_allocator() == &allocator(); }
   Generator& generator() { return generator_; }
@@ -124,8 +127,12 @@ class DeviceImpl {
   // GPU backends: sm_XY as XY (0 on the CPU).
   virtual int gpu_arch() const { return 0; }
   // Loads a module the device's backend built (shader_module.hpp), or on a
-  // GPU a cubin, PTX or fatbin; it stays loaded for the process.
-  virtual void load_module(const ModuleObject& object, std::vector<ModuleKernel>& kernels) = 0;
+  // GPU a cubin, PTX or fatbin, after `check` (if any) accepted its kernels.
+  // The module stays loaded while a copy of the handle returned lives (a
+  // library holds it; a queued launch holds its library); a null handle: it
+  // stays loaded for the process (CUDA).
+  virtual std::shared_ptr<void> load_module(const ModuleObject& object, std::vector<ModuleKernel>& kernels,
+                                            const ModuleCheck& check) = 0;
   // Host <-> device transfers of contiguous bytes, queued on `s`.
   virtual void copy_from_host(StreamImpl& s, void* dst, const void* src, std::size_t n,
                               std::shared_ptr<void> keepalive) = 0;

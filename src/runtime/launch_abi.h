@@ -21,6 +21,24 @@ struct bronze_fault {
   unsigned int line, column;
 };
 
+/* CPU: memory the runtime keeps for the OS thread that runs an entry, reused
+ * by its later launches and returned to the system while the thread idles.
+ * A module holds no thread-local memory of its own (a thread-local object
+ * with a destructor would keep it loaded until the thread exits), so it can
+ * be unloaded when its library is dropped. Entries call these at their
+ * start, not per thread of the grid. */
+struct bronze_cpu_memory {
+  /* the [[threadgroup(index)]] buffer of `bytes`, ending against an inaccessible page */
+  void* (*threadgroup)(int index, unsigned long long bytes);
+  /* `bytes` for a cooperative launch's fiber records */
+  void* (*scratch)(unsigned long long bytes);
+  /* `count` fiber stacks of stack_bytes each, stack_stride apart, with an
+   * inaccessible guard below each and a larger one above the last: the
+   * lowest stack's base */
+  char* (*stacks)(unsigned long long count);
+  unsigned long long stack_bytes, stack_stride;
+};
+
 /* CPU: an entry runs threadgroups [g0, g1) of the grid:
  *   void bronze_entry_<k>(void* const* args, const bronze_cpu_launch* L,
  *                         unsigned long long g0, unsigned long long g1);
@@ -32,6 +50,7 @@ struct bronze_cpu_launch {
   unsigned long long tg_bytes[8];    /* sizes of [[threadgroup(n)]] buffers */
   const unsigned long long* arg_bytes; /* byte size of each binding (validate mode) */
   struct bronze_fault* fault;        /* where a validated kernel reports (validate mode) */
+  const struct bronze_cpu_memory* memory; /* added later: objects built before keep their own */
 };
 typedef void (*bronze_cpu_entry)(void* const* args, const struct bronze_cpu_launch* L, unsigned long long g0,
                                  unsigned long long g1);

@@ -63,6 +63,17 @@ std::uint64_t next_stream_id() {
   return next.fetch_add(1);
 }
 
+namespace {
+std::atomic<QueueWait> g_queue_wait{nullptr};
+}  // namespace
+
+void set_queue_wait(QueueWait wait) { g_queue_wait.store(wait); }
+
+bool queue_wait(const std::function<bool()>& ready) {
+  QueueWait w = g_queue_wait.load();
+  return w && w(ready);
+}
+
 const char* binary_op_name(BinaryOp op) {
   switch (op) {
     case BinaryOp::Add: return "add";

@@ -43,8 +43,10 @@ struct ModuleSource {
   std::function<void(const std::string&)> check_stack;
 };
 
-// A built module: a shared object's path (CPU) or an image (cubin, PTX,
-// fatbin), or the compiler's messages.
+// A built module: a shared object's path (CPU: built here or found in the
+// compile cache) or an image (a CPU shared object from a .bronzelib, checked
+// before it is cached and loaded; cubin, PTX, fatbin), or the compiler's
+// messages.
 struct ModuleObject {
   bool ok = false;
   std::string diagnostics;
@@ -71,5 +73,10 @@ struct ModuleKernel {
   std::vector<std::uint64_t> table;      // out: the table's words
   std::vector<std::size_t> param_sizes;  // out: each parameter's bytes, where the driver tells
 };
+
+// Checks a module's kernels, their tables and threadgroup bytes filled,
+// before any of the module's code can run (CPU: read from the object's file,
+// before dlopen); what it throws refuses the module.
+using ModuleCheck = std::function<void(const std::vector<ModuleKernel>&)>;
 
 }  // namespace bronze::runtime

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
 
 #include "bronze/device.hpp"
@@ -78,5 +79,20 @@ class EventImpl {
 
 // Process-unique stream ids (1, 2, ...).
 std::uint64_t next_stream_id();
+
+// The most unfinished ops a stream holds before a thread queueing more waits
+// for it to drain (CUDA's launch queue is of this order): what queued work
+// keeps alive (its tensors, its launch records) stays bounded however fast a
+// program launches.
+constexpr std::uint64_t kMaxQueuedOps = 1024;
+
+// How a thread waits for room in a full stream: queue_wait(ready) blocks
+// until ready() holds, or throws to abandon the queueing (the Python layer's
+// wait releases the GIL and raises KeyboardInterrupt on Ctrl-C). False when
+// no such wait applies to the calling thread (none installed, or a thread
+// without the GIL): the stream then blocks it on its own.
+using QueueWait = bool (*)(const std::function<bool()>& ready);
+void set_queue_wait(QueueWait wait);
+bool queue_wait(const std::function<bool()>& ready);
 
 }  // namespace bronze::runtime

@@ -1,13 +1,20 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
+#include <functional>
+#include <future>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 #include "backends/cpu/cpu_device.hpp"
 #include "backends/cpu/cpu_stream.hpp"
 #include "jit/env.hpp"
+#include "jit/cpus.hpp"
 #include "runtime/device_impl.hpp"
 #include "runtime/host_memory.hpp"
 #include "bronze/bronze.hpp"
@@ -184,6 +191,103 @@ TEST(Event, WaitOrdersStreams) {
   cpu(consumer).enqueue("consume", "test", [&] { seen = value.load(); });
   consumer.synchronize();
   EXPECT_EQ(seen, 42);
+}
+
+namespace {
+// A gate a test opens: ops waiting on it hold their stream.
+struct Gate {
+  std::promise<void> opened;
+  std::shared_future<void> is_open = opened.get_future().share();
+  std::function<void()> waiter() const {
+    return [f = is_open] { f.wait(); };
+  }
+};
+int os_threads() {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) n += e.is_directory();
+  return n;
+}
+}  // namespace
+
+TEST(Stream, AThreadQueueingIntoAFullStreamWaitsAndOrderHolds) {
+  // N29: past kMaxQueuedOps unfinished ops the queueing thread waits, through
+  // runtime::queue_wait (which the Python layer makes interruptible) or on
+  // its own, until the stream has drained.
+  static std::atomic<int> waits;
+  waits = 0;
+  bronze::runtime::set_queue_wait([](const std::function<bool()>&) {
+    ++waits;
+    return false;  // the stream blocks it itself
+  });
+  constexpr int kCap = static_cast<int>(bronze::runtime::kMaxQueuedOps);
+  bronze::Stream s;
+  Gate gate;
+  cpu(s).enqueue("gate", "test", gate.waiter());
+  std::mutex mu;
+  std::vector<int> order;
+  std::atomic<int> queued{0};
+  std::thread producer([&] {
+    for (int i = 0; i < 2 * kCap; ++i) {
+      cpu(s).enqueue("op", "test", [&, i] {
+        std::lock_guard<std::mutex> g(mu);
+        order.push_back(i);
+      });
+      ++queued;
+    }
+  });
+  const auto deadline = std::chrono::steady_clock::now() + 120s;
+  while (waits.load() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  EXPECT_EQ(waits.load(), 1);
+  EXPECT_EQ(queued.load(), kCap - 1);  // with the gate, the stream is full
+  gate.opened.set_value();
+  producer.join();
+  s.synchronize();
+  bronze::runtime::set_queue_wait(nullptr);
+  ASSERT_EQ(order.size(), 2u * kCap);
+  for (int i = 0; i < 2 * kCap; ++i) ASSERT_EQ(order[i], i);
+}
+
+TEST(Stream, AnOpQueueingIntoAFullStreamDoesNotWait) {
+  // Queued work runs on the streams' shared threads: one of them waiting for
+  // a stream that needs a thread to drain could wait for good.
+  constexpr int kCap = static_cast<int>(bronze::runtime::kMaxQueuedOps);
+  bronze::Stream full, other;
+  Gate gate;
+  cpu(full).enqueue("gate", "test", gate.waiter());
+  std::atomic<int> ran{0};
+  cpu(other).enqueue("fill", "test", [&] {
+    for (int i = 0; i < 2 * kCap; ++i) cpu(full).enqueue("op", "test", [&] { ++ran; });
+  });
+  other.synchronize();
+  EXPECT_EQ(ran.load(), 0);
+  gate.opened.set_value();
+  full.synchronize();
+  EXPECT_EQ(ran.load(), 2 * kCap);
+}
+
+TEST(Stream, StreamsShareABoundedSetOfThreadsAndWaitsHoldNone) {
+  // N24: each stream was an OS thread (32k streams exhausted them). Streams
+  // waiting for an event hold no thread; their work runs after it, in order.
+  bronze::Stream producer;
+  Gate gate;
+  std::atomic<int> value{0};
+  cpu(producer).enqueue("produce", "test", [&, wait = gate.waiter()] {
+    wait();
+    value = 42;
+  });
+  bronze::Event e;
+  e.record(producer);
+  const int before = os_threads();
+  std::vector<bronze::Stream> streams(300);
+  std::vector<int> seen(streams.size(), -1);
+  for (std::size_t i = 0; i < streams.size(); ++i) {
+    e.wait(streams[i]);
+    cpu(streams[i]).enqueue("consume", "test", [&, i] { seen[i] = value.load(); });
+  }
+  EXPECT_LE(os_threads() - before, std::max(2, bronze::jit::available_cpus()));
+  gate.opened.set_value();
+  for (auto& s : streams) s.synchronize();
+  for (int v : seen) ASSERT_EQ(v, 42);
 }
 
 TEST(Device, RecommendedMemoryHonoursCgroupLimits) {

@@ -4,7 +4,9 @@ test_bad_inputs.py runs each case and checks docs/bad-inputs.md against it;
 regenerate the document with:  python tests/python/bad_inputs.py > docs/bad-inputs.md
 """
 
+import hashlib
 import os
+import struct
 import tempfile
 
 import numpy as np
@@ -108,6 +110,39 @@ def _mm_past_int():
 def _iadd_past_dtype():
     x = bronze.ones(3, dtype=bronze.int32)
     x += 2**40
+
+
+def _sections(library):
+    """(kind, name, body) of each section of a .bronzelib (shader/bronzelib.hpp)."""
+    (count,) = struct.unpack_from("<I", library, 8)
+    pos = 12
+    for _ in range(count):
+        kind, name_len = struct.unpack_from("<II", library, pos)
+        (size,) = struct.unpack_from("<Q", library, pos + 8 + name_len)
+        yield kind, library[pos + 8:pos + 8 + name_len], library[pos + 16 + name_len:pos + 16 + name_len + size]
+        pos += 16 + name_len + size + 32
+
+
+def _host_object(kind, name):
+    return kind == 3 and name.startswith(b"cpu-")
+
+
+def with_host_object(library, obj):
+    """The .bronzelib `library` with `obj` for its host objects, checksums made to match."""
+    sections = [(k, n, obj if _host_object(k, n) else b) for k, n, b in _sections(library)]
+    out = library[:8] + struct.pack("<I", len(sections))
+    for kind, name, body in sections:
+        out += struct.pack("<II", kind, len(name)) + name + struct.pack("<Q", len(body)) + body
+        out += hashlib.sha256(body).digest()
+    return out
+
+
+def _foreign_object():
+    # Another library's object, of another signature: refused before it is
+    # loaded (test_resources.py: a refused object never ran).
+    other = bronze.compile_library("kernel void full(device float* out, device float* more) { out[0] = 1; }")
+    obj = next(b for k, n, b in _sections(other) if _host_object(k, n))
+    bronze.load_metallib(with_host_object(bronze.compile_library(SEED), obj))
 
 
 def _tiny_fraction():
@@ -284,6 +319,7 @@ CASES = [
     ("load_metallib(x)", "Apple .metallib bytes", lambda: bronze.load_metallib(b"MTLB" + bytes(28)), ValueError, "Apple .metallib"),
     ("load_metallib(x)", "other bytes", lambda: bronze.load_metallib(b"\x00garbage"), ValueError, "not a bronze library"),
     ("load_metallib(x)", "a cubin on the CPU device", lambda: bronze.load_metallib(b"\x7fELF" + bytes(60), device="cpu"), bronze.NotSupportedError, "loads on a CUDA device"),
+    ("load_metallib(x)", "another library's object (refused before it is loaded)", _foreign_object, ValueError, "does not match its source"),
     ("load_metallib(x)", "a missing file", lambda: bronze.load_metallib("/nonexistent.bronzelib"), FileNotFoundError, "nonexistent"),
     ("load_metallib(x)", "a .bronzelib whose object is not bronze's (another library's)", _foreign_object, ValueError, "the .bronzelib's compiled object for this CPU is corrupt or not bronze's"),
     ("load_metallib(x, rebuild=r)", "an int for rebuild", lambda: bronze.load_metallib(b"BRZL", rebuild=1), TypeError, "True or False"),

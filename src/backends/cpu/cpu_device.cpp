@@ -17,6 +17,7 @@
 #include "backends/cpu/cpu_module.hpp"
 #include "backends/cpu/cpu_stream.hpp"
 #include "backends/cpu/thread_pool.hpp"
+#include "backends/cpu/worker_memory.hpp"
 #include "bronze/error.hpp"
 #include "runtime/fork_state.hpp"
 #include "runtime/host_memory.hpp"
@@ -52,6 +53,36 @@ std::string cpu_model() {
   return "host CPU";
 }
 
+// KernelLaunch objects the streams have finished with.
+class LaunchPool {
+ public:
+  runtime::KernelLaunch* take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_.empty()) return new runtime::KernelLaunch;
+    runtime::KernelLaunch* l = free_.back();
+    free_.pop_back();
+    return l;
+  }
+  void give(runtime::KernelLaunch* l) {
+    l->keepalive.clear();  // the buffers and library it held are released now, not at its next use
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_.size() < kMax) {
+      free_.push_back(l);
+      return;
+    }
+    delete l;
+  }
+
+ private:
+  static constexpr std::size_t kMax = 256;  // launches in flight beyond this are freed
+  std::mutex mu_;
+  std::vector<runtime::KernelLaunch*> free_;
+};
+LaunchPool& launch_pool() {
+  static LaunchPool* pool = new LaunchPool;  // never destroyed: streams may finish launches during exit
+  return *pool;
+}
+
 class CpuDevice final : public runtime::DeviceImpl {
  public:
   CpuDevice()
@@ -62,7 +93,7 @@ class CpuDevice final : public runtime::DeviceImpl {
                        [this] { wait_all(); },
                        [](runtime::StreamImpl& s) {
                          auto e = std::make_unique<CpuEvent>(false);
-                         e->record(s);
+                         e->mark(s);
                          return std::unique_ptr<runtime::EventImpl>(std::move(e));
                        }}) {
     // The settings its workers read, read here first: a bad $BRONZE_NUM_THREADS
@@ -87,8 +118,8 @@ class CpuDevice final : public runtime::DeviceImpl {
     return p;
   }
 
-  // A stream dropped in a forked child is left alone: its worker thread and
-  // the waits on its condition variables stayed in the parent.
+  // A stream dropped in a forked child is left alone: the threads that ran
+  // it and the waits on its condition variables stayed in the parent.
   std::shared_ptr<CpuStream> new_stream() {
     return std::shared_ptr<CpuStream>(new CpuStream(device()), [](CpuStream* s) {
       if (!runtime::forked_after_start(DeviceType::CPU)) delete s;
@@ -97,6 +128,10 @@ class CpuDevice final : public runtime::DeviceImpl {
 
   runtime::CachingAllocator& allocator() override { return allocator_; }
   runtime::CachingAllocator& host_visible_allocator() override { return allocator_; }
+  void release_idle_memory() override {
+    // A forked child has the memory but not the threads, nor locks they held.
+    if (!runtime::forked_after_start(DeviceType::CPU)) release_idle_worker_memory();
+  }
 
   std::shared_ptr<runtime::StreamImpl> default_stream() override {
     std::lock_guard<std::mutex> g(mu_);
@@ -148,27 +183,23 @@ class CpuDevice final : public runtime::DeviceImpl {
     blas::require();  // no BLAS is the caller's error, not the queued work's
     q(s).enqueue("mm", "kernel", [out, a, b] { kernels::matmul(out, a, b); });
   }
-  void load_module(const runtime::ModuleObject& object, std::vector<runtime::ModuleKernel>& kernels) override {
-    if (object.path.empty())
-      throw NotSupportedError("GPU modules (cubin, PTX, fatbin) load on a CUDA device, not on " + device().str());
-    cpu::load_module(object, kernels);
+  std::shared_ptr<void> load_module(const runtime::ModuleObject& object, std::vector<runtime::ModuleKernel>& kernels,
+                                    const runtime::ModuleCheck& check) override {
+    return cpu::load_module(object, kernels, check);
   }
   void launch(runtime::StreamImpl& s, runtime::KernelLaunch&& l) override {
+    CpuStream& stream = q(s);
+    stream.wait_for_room();  // first: an interrupted wait leaves nothing taken
     // A bare pointer keeps the closure within std::function's inline storage
-    // (no allocation). The worker hands the launch back to a pool rather than
+    // (no allocation). The stream hands the launch back to a pool rather than
     // freeing it: memory malloc'ed on this thread and freed on the worker
     // contends for malloc's arena lock (a quarter of a launch's time).
-    runtime::KernelLaunch* launch = launches_.take();
-    *launch = std::move(l);           // the recycled buffers are freed here, where they were made
-    const char* name = launch->name;  // kept alive by the launch's library reference
-    q(s).enqueue(name, "shader", [this, launch] {
-      struct Recycle {
-        LaunchPool& pool;
-        runtime::KernelLaunch* launch;
-        ~Recycle() { pool.give(launch); }
-      } recycle{launches_, launch};  // also when the kernel throws
-      kernels::run_jit_kernel(*launch);
-    });
+    runtime::KernelLaunch* launch = launch_pool().take();
+    *launch = std::move(l);  // the recycled buffers are freed here, where they were made
+    // The name lives in the library the launch holds, which the pool lets go
+    // of after the stream is done with the op.
+    stream.push(launch->name, "shader", [launch] { kernels::run_jit_kernel(*launch); },
+                [](void* p) { launch_pool().give(static_cast<runtime::KernelLaunch*>(p)); }, launch);
   }
   void copy_from_host(runtime::StreamImpl& s, void* dst, const void* src, std::size_t n,
                       std::shared_ptr<void> keep) override {
@@ -181,36 +212,6 @@ class CpuDevice final : public runtime::DeviceImpl {
 
  private:
   static CpuStream& q(runtime::StreamImpl& s) { return static_cast<CpuStream&>(s); }
-
-  // KernelLaunch objects the workers have finished with.
-  class LaunchPool {
-   public:
-    ~LaunchPool() {
-      for (auto* l : free_) delete l;
-    }
-    runtime::KernelLaunch* take() {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (free_.empty()) return new runtime::KernelLaunch;
-      runtime::KernelLaunch* l = free_.back();
-      free_.pop_back();
-      return l;
-    }
-    void give(runtime::KernelLaunch* l) {
-      l->keepalive.clear();  // the buffers and library it held are released now, not at its next use
-      std::lock_guard<std::mutex> lock(mu_);
-      if (free_.size() < kMax) {
-        free_.push_back(l);
-        return;
-      }
-      delete l;
-    }
-
-   private:
-    static constexpr std::size_t kMax = 256;  // launches in flight beyond this are freed
-    std::mutex mu_;
-    std::vector<runtime::KernelLaunch*> free_;
-  };
-  LaunchPool launches_;
 
   runtime::CachingAllocator allocator_;
   std::mutex mu_;  // guards default_

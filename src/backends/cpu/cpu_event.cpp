@@ -8,22 +8,38 @@
 namespace bronze::cpu {
 
 void CpuEvent::record(runtime::StreamImpl& s) {
+  static_cast<CpuStream&>(s).wait_for_room();  // before the record counts: an interrupted wait leaves none
+  mark(s);
+}
+
+void CpuEvent::mark(runtime::StreamImpl& s) {
   std::uint64_t gen;
   {
     std::lock_guard<std::mutex> g(st_->mu);
     gen = ++st_->recorded;
   }
   auto st = st_;
-  static_cast<CpuStream&>(s).enqueue("event_record", "sync", [st, gen] {
+  static_cast<CpuStream&>(s).push("event_record", "sync", [st, gen] {
     std::int64_t t = runtime::prof::now_ns();
+    std::vector<std::shared_ptr<CpuStream>> resume;
     {
       std::lock_guard<std::mutex> g(st->mu);
       if (gen > st->completed) {
         st->completed = gen;
         st->when_ns = t;
       }
+      auto& parked = st->parked;
+      for (auto it = parked.begin(); it != parked.end();) {
+        if (it->first > st->completed) {
+          ++it;
+          continue;
+        }
+        resume.push_back(std::move(it->second));
+        it = parked.erase(it);
+      }
     }
     st->cv.notify_all();
+    for (auto& waiting : resume) waiting->resume();
   });
 }
 
@@ -35,9 +51,11 @@ void CpuEvent::wait(runtime::StreamImpl& s) {
   }
   if (gen == 0) return;
   auto st = st_;
-  static_cast<CpuStream&>(s).enqueue("event_wait", "sync", [st, gen] {
-    std::unique_lock<std::mutex> lock(st->mu);
-    st->cv.wait(lock, [&] { return st->completed >= gen; });
+  static_cast<CpuStream&>(s).enqueue_gate("event_wait", "sync", [st, gen](const std::shared_ptr<CpuStream>& self) {
+    std::lock_guard<std::mutex> g(st->mu);
+    if (st->completed >= gen) return true;
+    st->parked.emplace_back(gen, self);
+    return false;
   });
 }
 

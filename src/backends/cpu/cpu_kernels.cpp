@@ -13,6 +13,7 @@
 #include "backends/cpu/kernel_guard.hpp"
 #include "backends/cpu/strided.hpp"
 #include "backends/cpu/thread_pool.hpp"
+#include "backends/cpu/worker_memory.hpp"
 #include "bronze/error.hpp"
 #include "runtime/dtype_dispatch.hpp"
 #include "runtime/launch_abi.h"
@@ -297,6 +298,7 @@ void run_jit_kernel(const runtime::KernelLaunch& l) {
   bronze_fault fault{};
   jl.arg_bytes = arg_bytes.data();
   jl.fault = &fault;
+  jl.memory = worker_memory();
   for (std::size_t i = 0; i < args.size(); ++i) arg_bytes[i] = l.args[i].bytes;
   for (std::size_t i = 0; i < args.size(); ++i)
     args[i] = l.args[i].inline_offset == SIZE_MAX
@@ -311,6 +313,7 @@ void run_jit_kernel(const runtime::KernelLaunch& l) {
   ThreadPool::instance().parallel_for(static_cast<std::int64_t>(groups), grain, [&](std::int64_t b, std::int64_t e) {
     auto part = [&] { entry(args.data(), &jl, static_cast<unsigned long long>(b), static_cast<unsigned long long>(e)); };
     guard.run(part);
+    end_entry_call();
   });
   if (fenced) fenced->copy_back();
   if (fault.set) throw Error("kernel '" + std::string(l.name) + "': " + describe(fault));

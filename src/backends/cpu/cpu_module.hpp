@@ -3,6 +3,7 @@
 // dlopen. Kernel threads run on the code of metal/bronze_metal_cpu.h.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "runtime/shader_module.hpp"
@@ -14,9 +15,13 @@ extern const char* const bronze_metal_cpu_h;  // backends/cpu/metal/bronze_metal
 namespace bronze::cpu {
 
 runtime::ModuleObject build_module(const runtime::ModuleSource& src);
-// Fills each kernel's entry, layout table and static threadgroup bytes.
-// The object stays loaded for the process: queued launches and thread-local
-// scratch inside it must outlive every library handle.
-void load_module(const runtime::ModuleObject& object, std::vector<runtime::ModuleKernel>& kernels);
+// Fills each kernel's entry, layout table and static threadgroup bytes. The
+// object's symbols are read and `check`ed from its bytes before dlopen, so a
+// refused object has run none of its code (nor reached the cache). The
+// object stays loaded while the handle returned lives (dlclose after): a
+// module keeps no thread-local memory that would outlive it
+// (launch_abi.h's bronze_cpu_memory).
+std::shared_ptr<void> load_module(const runtime::ModuleObject& object, std::vector<runtime::ModuleKernel>& kernels,
+                                  const runtime::ModuleCheck& check);
 
 }  // namespace bronze::cpu

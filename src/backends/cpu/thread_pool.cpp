@@ -1,6 +1,7 @@
 #include "backends/cpu/thread_pool.hpp"
 
 #include "backends/cpu/spin.hpp"
+#include "backends/cpu/worker_memory.hpp"
 #include "jit/cpus.hpp"
 #include "jit/env.hpp"
 #include "runtime/fork_state.hpp"
@@ -75,7 +76,13 @@ void ThreadPool::worker() {
     spin_until([&] { return queued_.load(std::memory_order_acquire) > 0; });
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+      auto ready = [&] { return stop_ || !jobs_.empty(); };
+      if (!cv_.wait_for(lock, kReleaseAfterIdle, ready)) {  // idle a while: its kernel memory goes back
+        lock.unlock();
+        release_own_worker_memory();
+        lock.lock();
+        cv_.wait(lock, ready);
+      }
       if (stop_) return;
       job = jobs_.front();
       // A job whose chunks are all taken leaves the queue; its stragglers finish.

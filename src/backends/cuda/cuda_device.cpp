@@ -314,7 +314,8 @@ class CudaDevice final : public runtime::DeviceImpl {
   }
   void launch(runtime::StreamImpl& s, runtime::KernelLaunch&& l) override;
   int gpu_arch() const override { return kernels_.arch(); }
-  void load_module(const runtime::ModuleObject& object, std::vector<runtime::ModuleKernel>& kernels) override;
+  std::shared_ptr<void> load_module(const runtime::ModuleObject& object, std::vector<runtime::ModuleKernel>& kernels,
+                                    const runtime::ModuleCheck& check) override;
 
   void copy_from_host(runtime::StreamImpl& s, void* dst, const void* src, std::size_t n,
                       std::shared_ptr<void> keep) override {
@@ -468,7 +469,9 @@ void CudaDevice::launch(runtime::StreamImpl& s, runtime::KernelLaunch&& l) {
   stream.note_kernel(l.name);
 }
 
-void CudaDevice::load_module(const runtime::ModuleObject& object, std::vector<runtime::ModuleKernel>& kernels) {
+std::shared_ptr<void> CudaDevice::load_module(const runtime::ModuleObject& object,
+                                              std::vector<runtime::ModuleKernel>& kernels,
+                                              const runtime::ModuleCheck& check_kernels) {
   ctx_.make_current();
   const Driver* d = driver();
   CUmodule m = nullptr;
@@ -507,6 +510,8 @@ void CudaDevice::load_module(const runtime::ModuleObject& object, std::vector<ru
       check(d->cuMemcpyDtoH(k.table.data(), p, k.table_words * sizeof(std::uint64_t)), "cuMemcpyDtoH");
     }
   }
+  if (check_kernels) check_kernels(kernels);  // loading ran none of the module's code
+  return nullptr;
 }
 
 }  // namespace

@@ -240,97 +240,11 @@ struct group_ctx {
 };
 inline thread_local group_ctx* cur_group = nullptr;
 
-// Per-OS-thread buffers, grown as needed and kept for later launches.
-struct scratch {
-  char* p = nullptr;
-  size_t n = 0;
-  void* get(size_t bytes) {
-    if (bytes > n) {
-      __builtin_free(p);
-      p = (char*)__builtin_malloc(bytes);
-      n = bytes;
-    }
-    return p;
-  }
-};
-// Threadgroup buffers: each ends against an inaccessible page (and one more
-// guards its start), so a kernel that uses more than threadgroup_memory= gave
-// it faults at once (kernel_guard) instead of writing over the C heap. The
-// start is 16-byte aligned, so up to 15 bytes past a size that is not a
-// multiple of 16 go unseen.
-struct guarded_scratch {
-  char* map = nullptr;
-  size_t body = 0;  // accessible bytes between the guards
-  static constexpr size_t page = 64 * 1024;  // a multiple of any page size up to 64 KiB
-  ~guarded_scratch() { if (map) munmap(map, body + 2 * page); }
-  void* get(size_t bytes) {
-    if (bytes > body || !map) {
-      if (map) munmap(map, body + 2 * page);
-      map = nullptr;
-      size_t want = (bytes + page - 1) / page * page;
-      if (want == 0) want = page;
-      void* m = mmap(nullptr, want + 2 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (m == MAP_FAILED) return fallback.get(bytes);
-      if (mprotect((char*)m + page, want, PROT_READ | PROT_WRITE) != 0) {
-        munmap(m, want + 2 * page);
-        return fallback.get(bytes);
-      }
-      map = (char*)m;
-      body = want;
-    }
-    return (void*)((uintptr_t)(map + page + body - bytes) & ~(uintptr_t)15);
-  }
-  scratch fallback;  // no mappings left: unguarded, as before
-};
-inline thread_local guarded_scratch tg_scratch[8];
-inline thread_local scratch fiber_scratch;
-
-// The fibers' stacks, kFiberStack bytes each, kStackStride apart with an
-// inaccessible guard below each. The build refuses kernels with a frame over
-// BRONZE_PRIVATE_BYTES (cpu_module.cpp); the 64 KiB over it hold the runtime's
-// frames, and the guard makes anything that still outgrows its stack fault at
-// once rather than overwrite its neighbour's frames. A guard is 1 MiB, so an
-// index up to that far past a private array (idx 20000 into float[8] is
-// 80 KiB) faults rather than leap a guard into the next fiber's frames; the
-// last stack has 64 MiB above it, as the plain path's stack (kernel_guard).
-// The region is only reserved (address space, no memory); pages are
-// committed as frames touch them.
-constexpr size_t kFiberStack = BRONZE_PRIVATE_BYTES + 64 * 1024, kStackGuard = 1024 * 1024,
-                 kStackStride = kFiberStack + kStackGuard, kTopGuard = 64 * 1024 * 1024;
-struct stack_region {
-  char* p = nullptr;
-  size_t n = 0;        // stacks
-  bool mapped = false;  // else malloc's, without guards (mmap refused)
-  ~stack_region() { release(); }
-  void release() {
-    if (mapped) munmap(p, n * kStackStride + kTopGuard);
-    else __builtin_free(p);
-    p = nullptr;
-    n = 0;
-  }
-  char* get(size_t stacks) {  // the lowest stack's base (just above its guard)
-    if (stacks > n) {
-      release();
-#ifdef MAP_NORESERVE
-      const int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
-#else
-      const int flags = MAP_PRIVATE | MAP_ANONYMOUS;
-#endif
-      // One more guard above the last stack: an index past the end of a
-      // private array in its thread runs into it, not into another mapping.
-      void* m = mmap(nullptr, stacks * kStackStride + kTopGuard, PROT_READ | PROT_WRITE, flags, -1, 0);
-      mapped = m != MAP_FAILED;
-      p = mapped ? (char*)m : (char*)__builtin_malloc(stacks * kStackStride);
-      n = stacks;
-      for (size_t k = 0; mapped && k < stacks; ++k) mprotect(p + k * kStackStride, kStackGuard, PROT_NONE);
-      if (mapped) mprotect(p + stacks * kStackStride, kTopGuard, PROT_NONE);
-    }
-    return p + kStackGuard;
-  }
-};
-inline thread_local stack_region fiber_stacks;
-
-inline void* tg_buffer(int index, const bronze_cpu_launch* L) { return tg_scratch[index].get(L->tg_bytes[index] ? L->tg_bytes[index] : 16); }
+// Threadgroup buffers, the fibers' records and stacks are the runtime's,
+// per OS thread (launch_abi.h's bronze_cpu_memory).
+inline void* tg_buffer(int index, const bronze_cpu_launch* L) {
+  return L->memory->threadgroup(index, L->tg_bytes[index] ? L->tg_bytes[index] : 16);
+}
 
 inline void group_geometry(const bronze_cpu_launch* L, uint64_t g, ids& id, uint32_t actual[3]) {
   uint32_t gx = (uint32_t)(g % L->groups[0]);
@@ -437,18 +351,19 @@ inline void run_groups_cooperative(const bronze_cpu_launch* L, uint64_t g0, uint
   init_fixed(L, base);
   const uint32_t max_threads = L->group[0] * L->group[1] * L->group[2];
   const int nsg = (int)((max_threads + kSimd - 1) / kSimd);
-  // One per-OS-thread block: contexts, states, ids, exchange slots (the stacks are fiber_stacks).
+  // One per-OS-thread block: contexts, states, ids, exchange slots (the stacks follow).
   const size_t n_ctx = sizeof(fiber) * max_threads, n_st = sizeof(fiber_state) * max_threads,
                n_id = sizeof(ids) * max_threads, n_site = sizeof(site) * max_threads,
                n_x = (size_t)nsg * 2 * kSimd * kSlot;
   auto round16 = [](size_t v) { return (v + 15) & ~(size_t)15; };
-  char* mem = (char*)fiber_scratch.get(round16(n_ctx) + round16(n_st) + round16(n_id) + round16(n_site) + n_x);
+  const bronze_cpu_memory* M = L->memory;
+  char* mem = (char*)M->scratch(round16(n_ctx) + round16(n_st) + round16(n_id) + round16(n_site) + n_x);
   fiber* ctx = (fiber*)mem;
   fiber_state* st = (fiber_state*)(mem + round16(n_ctx));
   ids* idv = (ids*)(mem + round16(n_ctx) + round16(n_st));
   site* sites = (site*)(mem + round16(n_ctx) + round16(n_st) + round16(n_id));
   unsigned char* xchg = (unsigned char*)(mem + round16(n_ctx) + round16(n_st) + round16(n_id) + round16(n_site));
-  char* stacks = fiber_stacks.get(max_threads);
+  char* stacks = M->stacks(max_threads);
   uint32_t mask[32];
   group_ctx g;
   g.ctx = ctx;
@@ -473,7 +388,7 @@ inline void run_groups_cooperative(const bronze_cpu_launch* L, uint64_t g0, uint
           thread_ids(L, id, lx, ly, lz, a);
           idv[k] = id;
           st[k] = RUN;
-          fiber_init(ctx[k], stacks + (size_t)k * kStackStride, kFiberStack, fiber_main);
+          fiber_init(ctx[k], stacks + (size_t)k * M->stack_stride, M->stack_bytes, fiber_main);
         }
     for (;;) {
       for (int i = 0; i < g.n; ++i) {

@@ -30,13 +30,22 @@ std::string arg_expr(const ParsedKernel& pk, std::size_t k, std::size_t i, bool 
         return "bronze_rt::make_if<" + P + ", " + present + ">([&] { return bronze_rt::bounded<" + P + ">(a[" + j +
                "], L->arg_bytes[" + j + "], \"" + info.name + "\", L->fault); })";
       return "bronze_rt::arg_if<" + P + ", " + present + ">(a[" + j + "])";
-    case ParamKind::ThreadgroupBuffer:
-      return "(" + P + ")bronze_rt::tg_buffer(bronze_rt::plan_threadgroup_index(" + plan_name(pk) + ", " +
-             std::to_string(i) + "), L)";
+    case ParamKind::ThreadgroupBuffer:  // this OS thread's buffer, found once per entry call (threadgroup_buffers)
+      return "(" + P + ")bronze_tg" + std::to_string(i);
     case ParamKind::Attribute:
       return attribute_expr(k, i, info);
   }
   return "";
+}
+// The entry's threadgroup buffers, each the calling OS thread's (the
+// runtime's memory, launch_abi.h), fetched before the loops over the groups.
+std::string threadgroup_buffers(const ParsedKernel& pk) {
+  std::string out;
+  for (std::size_t i = 0; i < pk.params.size(); ++i)
+    if (pk.params[i].info.kind == ParamKind::ThreadgroupBuffer)
+      out += "  void* bronze_tg" + std::to_string(i) + " = bronze_rt::tg_buffer(bronze_rt::plan_threadgroup_index(" +
+             plan_name(pk) + ", " + std::to_string(i) + "), L);\n";
+  return out;
 }
 }  // namespace
 
@@ -72,7 +81,7 @@ std::string generate(const std::string& unit, const ParsedSource& ps, const Rewr
     }
     out += "extern \"C\" BRONZE_EXPORT void " + entry_symbol(k) +
            "(void* const* a, const bronze_cpu_launch* L, unsigned long long g0, unsigned long long g1) {\n"
-           "  (void)a;\n" + (validate ? "  bronze_rt::validated_fault = L->fault;\n" : "") + flat +
+           "  (void)a;\n" + (validate ? "  bronze_rt::validated_fault = L->fault;\n" : "") + flat + threadgroup_buffers(pk) +
            "  auto bronze_body = [&](const bronze_rt::ids& id) { (void)id; (" + pk.callee + ")(" + args + "); };\n"
            "  bronze_rt::" + (pk.info.cooperative ? "run_groups_cooperative" : "run_groups") +
            "(L, g0, g1, bronze_body);\n}\n";
