@@ -222,6 +222,18 @@ def test_faults_outside_kernels_still_reach_their_handlers():
     assert "Segmentation fault" in r.stderr
 
 
+def after_the_first_launch(install):
+    """A child's script: a first launch, then `install` (another library's handler)."""
+    return f"""
+        import ctypes, faulthandler, signal
+        import bronze
+        lib = bronze.compile_shader({FAULTS!r})
+        out = bronze.zeros(4, dtype=bronze.int32)
+        lib.fill(out, 1)
+        bronze.synchronize()
+        {install}"""
+
+
 # N19: a handler another library installs after bronze's first launch took
 # the kernels' faults: SIG_IGN for SIGFPE killed the process at a division by
 # zero, a Python handler looped forever on it, faulthandler printed "Fatal
@@ -231,14 +243,7 @@ def test_faults_outside_kernels_still_reach_their_handlers():
                                      "signal.signal(signal.SIGFPE, lambda *a: print('python handler'))",
                                      "faulthandler.enable()"])
 def test_a_handler_installed_after_the_first_launch_leaves_the_guard_on(install):
-    r = run_python(f"""
-        import faulthandler, signal
-        import bronze
-        lib = bronze.compile_shader({FAULTS!r})
-        out = bronze.zeros(4, dtype=bronze.int32)
-        lib.fill(out, 1)
-        bronze.synchronize()
-        {install}
+    r = run_python(after_the_first_launch(install) + """
         lib.divide(out, 0)
         bronze.synchronize()
         print(out.numpy().tolist())
@@ -260,14 +265,7 @@ def test_a_fault_outside_kernels_reaches_a_handler_installed_after_the_first_lau
     # once (faulthandler hands the fault back to the handler it replaced,
     # bronze's, which passes it on); an ignored fault ends the process, as
     # without bronze, rather than running again forever.
-    r = run_python(f"""
-        import ctypes, faulthandler, signal
-        import bronze
-        lib = bronze.compile_shader({FAULTS!r})
-        out = bronze.zeros(4, dtype=bronze.int32)
-        lib.fill(out, 1)
-        bronze.synchronize()
-        {install}
+    r = run_python(after_the_first_launch(install) + """
         lib.fill(out, 2)
         bronze.synchronize()
         ctypes.string_at(0)

@@ -74,7 +74,7 @@ def test_row_contiguous_inputs_are_copied_first():
 # Bilinear sampling of x (N, H, W, C) at grid (N, gH, gW, 2) in [-1, 1]:
 # the forward reads four neighbours; the backward scatters the output's
 # gradient to them with atomic adds (several grid points share a pixel).
-SAMPLE_FWD = """
+SAMPLE_POSITION = """
     uint elem = thread_position_in_grid.x;
     int H = x_shape[1], W = x_shape[2], C = x_shape[3];
     int gH = grid_shape[1], gW = grid_shape[2];
@@ -87,6 +87,8 @@ SAMPLE_FWD = """
     float iy = ((grid[g + 1] + 1) * H - 1) / 2;
     int x0 = floor(ix), y0 = floor(iy);
     float wx = ix - x0, wy = iy - y0;
+"""
+SAMPLE_FWD = SAMPLE_POSITION + """
     float acc = 0;
     for (int dy = 0; dy < 2; ++dy)
       for (int dx = 0; dx < 2; ++dx) {
@@ -97,19 +99,7 @@ SAMPLE_FWD = """
     out[elem] = acc;
 """
 
-SAMPLE_BWD = """
-    uint elem = thread_position_in_grid.x;
-    int H = x_shape[1], W = x_shape[2], C = x_shape[3];
-    int gH = grid_shape[1], gW = grid_shape[2];
-    int c = elem % C;
-    int w = (elem / C) % gW;
-    int h = (elem / (C * gW)) % gH;
-    int n = elem / (C * gW * gH);
-    int g = ((n * gH + h) * gW + w) * 2;
-    float ix = ((grid[g] + 1) * W - 1) / 2;
-    float iy = ((grid[g + 1] + 1) * H - 1) / 2;
-    int x0 = floor(ix), y0 = floor(iy);
-    float wx = ix - x0, wy = iy - y0;
+SAMPLE_BWD = SAMPLE_POSITION + """
     for (int dy = 0; dy < 2; ++dy)
       for (int dx = 0; dx < 2; ++dx) {
         int yy = y0 + dy, xx = x0 + dx;
