@@ -90,7 +90,7 @@ def test_a_refused_bronzelib_object_never_ran_and_was_not_cached(tmp_path):
     cxx = os.environ.get("BRONZE_CXX") or os.environ.get("CXX") or "c++"
     subprocess.run([cxx, "-shared", "-fPIC", "-o", str(so), str(src)], check=True, timeout=120)
     foreign = so.read_bytes()
-    with pytest.raises(bronze.KernelNotFoundError, match="no entry 'bronze_entry_0'"):
+    with pytest.raises(ValueError, match="corrupt or not bronze's .the compiled shader has no entry 'bronze_entry_0'"):
         bronze.load_metallib(with_host_object(bronze.compile_library(SEED), foreign))
     assert not marker.exists()
     digest = hashlib.sha256(foreign).hexdigest()
