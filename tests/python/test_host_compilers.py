@@ -5,7 +5,9 @@ names no working compiler is an error that says so, and `bronze info` tells.
 Each compiler runs in its own process (the compiler is chosen once per
 process). Compilers that are not installed are skipped: scripts/install-deps
 installs g++ (12 on Debian 12), clang-15 and clang-19 (the ends of the Clang
-range bronze supports); GCC 13/14 and Clang 16-18 run where installed.
+range bronze supports); GCC 13/14 and Clang 16-18 run where installed
+(`sudo scripts/host-compilers` runs this file with g++-13, g++-14,
+clang++-17 and clang++-18 from a Debian trixie chroot).
 """
 
 import json
