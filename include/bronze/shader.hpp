@@ -103,6 +103,12 @@ struct LibraryImpl;
 
 class Kernel {
  public:
+  // A library's kernels are built on first use: a call, info() or a
+  // property below (compile_shader checks a big unit whole and builds none
+  // of its kernels). warmup() builds this one now; it throws
+  // ShaderCompileError where the build fails, as the first use would.
+  void warmup() const;
+  bool is_built() const;
   const KernelInfo& info() const;
   const std::string& name() const { return info().name; }
   int max_threads_per_threadgroup() const;
@@ -167,6 +173,9 @@ class Library {
   // built once per library, from the unit the library carries, and only that
   // kernel is built.
   Kernel specialize(const std::string& name, const std::vector<std::pair<std::string, std::string>>& constants) const;
+  // Builds every kernel not built yet, in parts over the machine's cores,
+  // as compile_library does: ahead of time, what first uses would build.
+  void warmup() const;
   const std::string& hash() const;  // content hash of the compiled library
   Device device() const;
 
@@ -177,6 +186,10 @@ class Library {
 };
 
 // Throws ShaderCompileError with the user's line and column on a bad shader.
+// A source of more than a few kernels is checked whole (the compiler's
+// semantic analysis of every kernel and instantiation: every error a build
+// would report is reported here) and each kernel is built when first used,
+// alone, and cached on disk; Library::warmup builds them all ahead of time.
 Library compile_shader(const std::string& source, const CompileOptions& options = {});
 
 // The host names of the kernels a Metal source defines, found by the front

@@ -251,6 +251,13 @@ class ArgCasts {
   std::vector<std::pair<std::size_t, std::string>> by_index_;
 };
 
+// The kernel, built if it was not: a build (seconds, on first use) runs
+// without the GIL and stops at Ctrl-C.
+const Kernel& ready(const Kernel& k) {
+  if (!k.is_built()) run_interruptible([&] { k.warmup(); });
+  return k;
+}
+
 nb::dict param_dict(const KernelParam& p) {
   static const char* kinds[] = {"buffer", "scalar", "attribute", "threadgroup"};
   nb::dict d;
@@ -287,17 +294,21 @@ void bind_shader(nb::module_& m) {
   });
   nb::class_<Kernel>(m, "Kernel", "A compiled compute kernel; call it like a function.")
       .def_prop_ro("name", &Kernel::name)
-      .def_prop_ro("max_threads_per_threadgroup", &Kernel::max_threads_per_threadgroup)
+      .def_prop_ro("max_threads_per_threadgroup", [](const Kernel& k) { return ready(k).max_threads_per_threadgroup(); })
       .def_prop_ro("thread_execution_width", &Kernel::thread_execution_width)
-      .def_prop_ro("static_thread_group_memory_length", &Kernel::static_thread_group_memory_length)
-      .def_prop_ro("cooperative", [](const Kernel& k) { return k.info().cooperative; })
+      .def_prop_ro("static_thread_group_memory_length",
+                   [](const Kernel& k) { return ready(k).static_thread_group_memory_length(); })
+      .def_prop_ro("cooperative", [](const Kernel& k) { return ready(k).info().cooperative; })
       .def_prop_ro("params", [](const Kernel& k) {
         nb::list l;
-        for (const auto& p : k.info().params) l.append(param_dict(p));
+        for (const auto& p : ready(k).info().params) l.append(param_dict(p));
         return l;
       })
+      .def("warmup", [](const Kernel& k) { ready(k); },
+           "Builds the kernel now (a library's kernels are built on first use).")
+      .def_prop_ro("is_built", &Kernel::is_built)
       .def("__call__", [](const Kernel& k, nb::args args, nb::kwargs kwargs) {
-        const KernelInfo& ki = k.info();
+        const KernelInfo& ki = ready(k).info();
         DispatchOptions opt;
         ArgCasts casts;
         for (auto [key, value] : kwargs) {
@@ -371,6 +382,8 @@ void bind_shader(nb::module_& m) {
                              const std::vector<std::pair<std::string, std::string>>& constants) {
         return interruptible([&] { return lib.specialize(name, constants); });  // may compile
       })
+      .def("warmup", [](const Library& lib) { run_interruptible([&] { lib.warmup(); }); },
+           "Builds every kernel not built yet, in parallel over the machine's cores.")
       .def_prop_ro("kernel_names", &Library::kernel_names)
       .def_prop_ro("hash", &Library::hash)
       .def_prop_ro("device", &Library::device)

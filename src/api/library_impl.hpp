@@ -3,6 +3,7 @@
 // device's backend).
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "bronze/shader.hpp"
+#include "shader/parser.hpp"
 #include "shader/preprocess.hpp"
 
 namespace bronze::detail {
@@ -41,7 +43,23 @@ struct LibraryImpl {
   std::vector<const void*> entries;  // the backend's function per kernel
   // The loaded modules the entries are in: unloaded (dlclose) with the
   // library, which each queued launch holds.
+  std::mutex modules_mu;  // kernels built on first use add theirs
   std::vector<std::shared_ptr<void>> modules;
+  // A Metal unit compile_shader checked whole: each kernel is built alone
+  // on its first use (a call, its reflection, Kernel::warmup), or all of
+  // them at once by Library::warmup (api/shader.cpp: built, build_all).
+  // Null where every kernel was loaded with the library. A kernel's
+  // per-kernel fields here (its KernelInfo's parameters, entry, sizes) are
+  // read only once it is ready.
+  struct Lazy {
+    explicit Lazy(std::size_t kernels) : built(kernels), ready(kernels) {}
+    shader::TranslationUnit unit;
+    shader::ParsedSource parsed;
+    bool checked_buffers = true;           // as the check found (shader::RewriteOptions)
+    std::vector<std::once_flag> built;     // per kernel: its build, once
+    std::vector<std::atomic<bool>> ready;  // per kernel: built and loaded
+  };
+  std::unique_ptr<Lazy> lazy;
   // A kernel's arguments in its entry's order (shader::entry_position: its
   // buffers and values in declaration order, those a function constant
   // removed included), from the call's binding order (slot order).

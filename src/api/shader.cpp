@@ -152,6 +152,7 @@ detail::LibraryImpl::EntryOrder entry_order(const KernelInfo& info) {
   return o;
 }
 
+// A kernel of a CUDA C++ library or a GPU module, as its declaration reflects it.
 void add_kernel(detail::LibraryImpl& lib, KernelInfo info, const runtime::ModuleKernel& m) {
   lib.entry_order.push_back(entry_order(info));
   lib.kernels.push_back(std::move(info));
@@ -175,7 +176,7 @@ std::size_t part_count(std::size_t kernels) {
 // Which of a unit's kernels a build makes: all of them, or the one that
 // Library::specialize asks for (a library of hundreds, llama.cpp's, builds
 // that kernel alone, as Metal's newFunctionWithName:constantValues:
-// compiles one function).
+// compiles one function), or the one a lazily built library's first use asks for.
 struct KernelRange {
   std::size_t first = 0, last = SIZE_MAX;
   KernelRange within(const shader::ParsedSource& ps) const { return {first, std::min(last, ps.kernels.size())}; }
@@ -188,27 +189,37 @@ std::pair<std::size_t, std::size_t> part_range(std::size_t p, std::size_t n, Ker
   return {r.first + p * r.size() / n, r.first + (p + 1) * r.size() / n};
 }
 
-// A Metal unit built by `backend` (for sm_<arch> on CUDA), one object per
-// part, or the unit's errors in the user's files. A unit whose threadgroup
-// arrays are over CUDA's static shared memory is built again with them
-// carved from dynamic shared memory (`carve` says so, and builds its PTX
-// the same way).
+// How a Metal unit is built by a backend.
+struct BuildPlan {
+  KernelRange kernels;
+  bool validate = false;
+  int arch = 0;             // CUDA: sm_<arch>
+  bool ptx = false;         // CUDA: PTX instead of a cubin
+  bool check_only = false;  // the compiler's semantic analysis alone (RewriteOptions::check_only)
+  // In and out: a unit whose threadgroup arrays are over CUDA's static
+  // shared memory is built again with them carved from dynamic shared
+  // memory; code that cannot take checked views of its buffers under
+  // validate is built again with plain pointers.
+  bool carve = false, checked_buffers = true;
+};
+
+// A Metal unit built by `backend`, one object per part of plan.kernels, or
+// the unit's errors in the user's files.
 std::vector<runtime::ModuleObject> build_module(const backends::ShaderBackend& backend,
                                                 const shader::TranslationUnit& tu, const shader::ParsedSource& ps,
-                                                bool validate, int arch = 0, bool ptx = false, bool* carve = nullptr,
-                                                KernelRange kernels = {}) {
-  kernels = kernels.within(ps);
+                                                BuildPlan& plan) {
+  const KernelRange kernels = plan.kernels.within(ps);
   const std::size_t n = part_count(kernels.size());
-  bool carved = carve && *carve, checked = true;
   auto build = [&](std::size_t p) {
     shader::RewriteOptions options;
-    options.validate = validate;
-    options.checked_buffers = checked;
-    options.carve_threadgroup = carved;
+    options.validate = plan.validate;
+    options.checked_buffers = plan.checked_buffers;
+    options.carve_threadgroup = plan.carve;
+    options.check_only = plan.check_only;
     std::tie(options.first_kernel, options.last_kernel) = part_range(p, n, kernels);
     runtime::ModuleSource src = shader::module_source(tu, ps, options, backend.generate(tu.text, ps, options));
-    src.gpu_arch = arch;
-    src.ptx = ptx;
+    src.gpu_arch = plan.arch;
+    src.ptx = plan.ptx;
     return backend.build(src);
   };
   auto build_parts = [&] {
@@ -242,22 +253,21 @@ std::vector<runtime::ModuleObject> build_module(const backends::ShaderBackend& b
   };
   std::vector<runtime::ModuleObject> objects = build_parts();
   auto f = failed(objects);
-  if (f != objects.end() && f->static_shared_overflow && !carved) {
-    carved = true;
+  if (f != objects.end() && f->static_shared_overflow && !plan.carve) {
+    plan.carve = true;
     objects = build_parts();
     f = failed(objects);
   }
-  if (f != objects.end() && validate) {
+  if (f != objects.end() && plan.validate && plan.checked_buffers) {
     // Code that cannot take checked views of its buffers (one bound to
     // `auto*`, passed as a reference to a pointer, advanced by `+=`, as MLX
     // and llama.cpp do) keeps them as pointers: the fences around the
     // buffers check it alone, and the errors reported are the code's own.
-    checked = false;
+    plan.checked_buffers = false;
     objects = build_parts();
     f = failed(objects);
   }
   if (f != objects.end()) shader::raise_build_error(f->diagnostics, ps, tu.files);
-  if (carve) *carve = carved;
   return objects;
 }
 
@@ -285,13 +295,31 @@ void check_table(const KernelInfo& reflected, const runtime::ModuleKernel& m) {
                      "' has another signature there; load it with rebuild=True to build its source instead");
 }
 
-// A built Metal unit, loaded on device d: objects are its parts (build_module)
-// of the kernels in range.
-std::shared_ptr<detail::LibraryImpl> load_unit(const Device& d, const std::string& unit, const shader::ParsedSource& ps,
-                                               const std::vector<runtime::ModuleObject>& objects,
-                                               KernelRange kernels = {}) {
+// A library of the kernels in range of a Metal unit on device d, each as
+// the parser reflects it, none loaded yet (load_parts, set_kernel).
+std::shared_ptr<detail::LibraryImpl> unit_library(const Device& d, const std::string& unit,
+                                                  const shader::ParsedSource& ps, KernelRange kernels) {
   kernels = kernels.within(ps);
   auto lib = new_library(d, unit, jit::sha256_hex(unit));
+  lib->no_kernels_why = ps.no_kernels_why;
+  lib->first_kernel = kernels.first;
+  lib->restricted = d.type == DeviceType::CUDA;
+  for (std::size_t k = kernels.first; k < kernels.last; ++k) lib->kernels.push_back(ps.kernels[k].info);
+  const std::size_t n = lib->kernels.size();
+  lib->entries.assign(n, nullptr);
+  lib->static_tg_bytes.assign(n, 0);
+  lib->carved_tg_bytes.assign(n, 0);
+  lib->max_threads.assign(n, 0);
+  lib->entry_order.resize(n);
+  lib->aliased.resize(n);
+  return lib;
+}
+
+// Loads the objects of a unit's kernels in range (the parts build_module
+// made) into lib: each kernel's ModuleKernel, in range order.
+std::vector<runtime::ModuleKernel> load_parts(detail::LibraryImpl& lib, const shader::ParsedSource& ps,
+                                              const std::vector<runtime::ModuleObject>& objects, KernelRange kernels) {
+  kernels = kernels.within(ps);
   std::vector<runtime::ModuleKernel> mk(kernels.size());
   for (std::size_t k = 0; k < mk.size(); ++k) mk[k] = module_kernel(ps, kernels.first + k);
   for (std::size_t p = 0; p < objects.size(); ++p) {
@@ -301,38 +329,121 @@ std::shared_ptr<detail::LibraryImpl> load_unit(const Device& d, const std::strin
     auto check = [&, first = first](const std::vector<runtime::ModuleKernel>& loaded) {
       for (std::size_t k = 0; k < loaded.size(); ++k) check_table(ps.kernels[kernels.first + first + k].info, loaded[k]);
     };
-    lib->modules.push_back(runtime::device_impl(d).load_module(objects[p], part, check));
+    std::shared_ptr<void> module = runtime::device_impl(lib.device).load_module(objects[p], part, check);
+    {
+      std::lock_guard<std::mutex> g(lib.modules_mu);
+      lib.modules.push_back(std::move(module));
+    }
     std::move(part.begin(), part.end(), mk.begin() + first);
   }
-  lib->no_kernels_why = ps.no_kernels_why;
-  lib->first_kernel = kernels.first;
-  lib->restricted = d.type == DeviceType::CUDA;
-  lib->aliased.resize(mk.size());
-  for (std::size_t k = 0; k < mk.size(); ++k) {
-    KernelInfo info = ps.kernels[kernels.first + k].info;
-    shader::apply_layout(info, reinterpret_cast<const unsigned long long*>(mk[k].table.data()));
-    add_kernel(*lib, std::move(info), mk[k]);
-  }
+  return mk;
+}
+
+// Kernel k of lib (its index there) from its loaded entry: the compiler's
+// layout applied to the parser's reflection.
+void set_kernel(detail::LibraryImpl& lib, std::size_t k, const runtime::ModuleKernel& m) {
+  KernelInfo& info = lib.kernels[k];
+  shader::apply_layout(info, reinterpret_cast<const unsigned long long*>(m.table.data()));
+  lib.entry_order[k] = entry_order(info);
+  lib.entries[k] = m.entry;
+  lib.static_tg_bytes[k] = m.static_shared_bytes;
+  lib.carved_tg_bytes[k] = m.carved_shared_bytes;
+  lib.max_threads[k] = m.max_threads;
+}
+
+// A built Metal unit, loaded on device d: objects are its parts (build_module)
+// of the kernels in range.
+std::shared_ptr<detail::LibraryImpl> load_unit(const Device& d, const std::string& unit, const shader::ParsedSource& ps,
+                                               const std::vector<runtime::ModuleObject>& objects,
+                                               KernelRange kernels = {}) {
+  auto lib = unit_library(d, unit, ps, kernels);
+  std::vector<runtime::ModuleKernel> mk = load_parts(*lib, ps, objects, kernels);
+  for (std::size_t k = 0; k < mk.size(); ++k) set_kernel(*lib, k, mk[k]);
   return lib;
 }
 
+// A unit of at most this many kernels is built whole when compiled: a check
+// and then a build per kernel would run the compiler over the unit's shared
+// code several times to save little.
+constexpr std::size_t kEagerKernels = 8;
+
 // A Metal unit (preprocessed) on device d: all its kernels, or the one named
-// `only`.
+// `only`. A unit of more than kEagerKernels is checked whole now (the
+// compiler's semantic analysis of every kernel and instantiation: its errors
+// are the compile's) and each kernel is built on first use (built).
 std::shared_ptr<detail::LibraryImpl> build_unit(const Device& d, const shader::TranslationUnit& tu, bool validate,
                                                 const std::string& only = {}) {
   shader::ParsedSource ps = shader::parse(tu.text, tu.files.empty() ? "shader.metal" : tu.files[0].name);
-  KernelRange kernels;
+  BuildPlan plan;
+  plan.validate = validate;
+  plan.arch = runtime::device_impl(d).gpu_arch();
   if (!only.empty()) {
     auto k = std::find_if(ps.kernels.begin(), ps.kernels.end(), [&](const auto& pk) { return pk.info.name == only; });
     if (k == ps.kernels.end()) throw KernelNotFoundError("the library has no kernel '" + only + "'");
-    kernels.first = static_cast<std::size_t>(k - ps.kernels.begin());
-    kernels.last = kernels.first + 1;
+    plan.kernels.first = static_cast<std::size_t>(k - ps.kernels.begin());
+    plan.kernels.last = plan.kernels.first + 1;
   }
   const backends::ShaderBackend& backend = backends::shader_backend(d.type);
-  auto objects = build_module(backend, tu, ps, validate, runtime::device_impl(d).gpu_arch(), false, nullptr, kernels);
-  auto lib = load_unit(d, tu.text, ps, objects, kernels);
+  plan.check_only = plan.kernels.within(ps).size() > kEagerKernels;
+  auto objects = build_module(backend, tu, ps, plan);
+  if (!plan.check_only) {
+    auto lib = load_unit(d, tu.text, ps, objects, plan.kernels);
+    lib->validate = validate;
+    return lib;
+  }
+  auto lib = unit_library(d, tu.text, ps, plan.kernels);
   lib->validate = validate;
+  lib->lazy = std::make_unique<detail::LibraryImpl::Lazy>(lib->kernels.size());
+  lib->lazy->unit = tu;
+  lib->lazy->parsed = std::move(ps);
+  lib->lazy->checked_buffers = plan.checked_buffers;
   return lib;
+}
+
+// The plan that builds kernels of a lazily built library as it was checked.
+BuildPlan lazy_plan(const detail::LibraryImpl& lib, KernelRange kernels) {
+  BuildPlan plan;
+  plan.kernels = kernels;
+  plan.validate = lib.validate;
+  plan.arch = runtime::device_impl(lib.device).gpu_arch();
+  plan.checked_buffers = lib.lazy->checked_buffers;
+  return plan;
+}
+
+// Kernel k of lib, built and loaded unless it is: once, however many
+// threads ask at the same time. A build that fails raises its errors at
+// the user's lines from here (the call) and is tried again by the next use.
+void built(detail::LibraryImpl& lib, std::size_t k) {
+  if (!lib.lazy || lib.lazy->ready[k].load(std::memory_order_acquire)) return;
+  detail::LibraryImpl::Lazy& z = *lib.lazy;
+  std::call_once(z.built[k], [&] {
+    const KernelRange one{lib.first_kernel + k, lib.first_kernel + k + 1};
+    BuildPlan plan = lazy_plan(lib, one);
+    auto objects = build_module(backends::shader_backend(lib.device.type), z.unit, z.parsed, plan);
+    set_kernel(lib, k, load_parts(lib, z.parsed, objects, one)[0]);
+    z.ready[k].store(true, std::memory_order_release);
+  });
+}
+
+// Every kernel of lib not built yet, built in parts over the machine's
+// cores (as compile_library builds) and loaded.
+void build_all(detail::LibraryImpl& lib) {
+  if (!lib.lazy) return;
+  detail::LibraryImpl::Lazy& z = *lib.lazy;
+  auto unbuilt = [&](std::size_t k) { return !z.ready[k].load(std::memory_order_acquire); };
+  std::size_t first = 0, last = lib.kernels.size();  // from the first unbuilt kernel to the last
+  while (first < last && !unbuilt(first)) ++first;
+  while (last > first && !unbuilt(last - 1)) --last;
+  if (first == last) return;
+  const KernelRange range{lib.first_kernel + first, lib.first_kernel + last};
+  BuildPlan plan = lazy_plan(lib, range);
+  auto objects = build_module(backends::shader_backend(lib.device.type), z.unit, z.parsed, plan);
+  std::vector<runtime::ModuleKernel> mk = load_parts(lib, z.parsed, objects, range);
+  for (std::size_t k = first; k < last; ++k)
+    std::call_once(z.built[k], [&] {
+      set_kernel(lib, k, mk[k - first]);
+      z.ready[k].store(true, std::memory_order_release);
+    });
 }
 
 // Kernel k of a restricted library, built without __restrict__ for
@@ -385,7 +496,11 @@ std::shared_ptr<detail::LibraryImpl> load_bronzelib_cuda(const Device& d, const 
   int arch = runtime::device_impl(d).gpu_arch();
   std::vector<runtime::ModuleObject> objects = target_objects(f, cubin_target(arch));
   for (int a = arch; a > 0 && objects.empty(); --a) objects = target_objects(f, ptx_target(a));
-  if (objects.empty()) objects = build_module(backends::shader_backend(d.type), tu, ps, false, arch);
+  if (objects.empty()) {
+    BuildPlan plan;
+    plan.arch = arch;
+    objects = build_module(backends::shader_backend(d.type), tu, ps, plan);
+  }
   return load_unit(d, tu.text, ps, objects);
 }
 
@@ -612,7 +727,8 @@ std::vector<std::uint8_t> compile_library(const std::string& source, const Compi
     f.objects.emplace_back(target, std::vector<std::uint8_t>(bytes.begin(), bytes.end()));
   };
   const backends::ShaderBackend& cpu_backend = backends::shader_backend(DeviceType::CPU);
-  for (const runtime::ModuleObject& o : build_module(cpu_backend, tu, ps, false))
+  BuildPlan plan;
+  for (const runtime::ModuleObject& o : build_module(cpu_backend, tu, ps, plan))
     f.objects.emplace_back(shader::host_cpu_target(), read_binary(o.path));
   std::vector<int> archs = options.cuda_archs;
   if (options.device && options.device->type == DeviceType::CUDA)
@@ -620,13 +736,16 @@ std::vector<std::uint8_t> compile_library(const std::string& source, const Compi
   std::sort(archs.begin(), archs.end());
   archs.erase(std::unique(archs.begin(), archs.end()), archs.end());
   const backends::ShaderBackend& cuda_backend = backends::shader_backend(DeviceType::CUDA);  // NVRTC, no GPU needed
-  bool carve = false;  // once one architecture needs it, every object carves (ptxas never sees the PTX)
-  for (int arch : archs)
-    for (const runtime::ModuleObject& o : build_module(cuda_backend, tu, ps, false, arch, false, &carve))
-      add(cubin_target(arch), o.image);
-  if (!archs.empty())  // PTX for the oldest: newer GPUs without a cubin here JIT it
-    for (const runtime::ModuleObject& o : build_module(cuda_backend, tu, ps, false, archs.front(), true, &carve))
-      add(ptx_target(archs.front()), o.image);
+  // plan.carve: once one architecture needs it, every object carves (ptxas never sees the PTX).
+  for (int arch : archs) {
+    plan.arch = arch;
+    for (const runtime::ModuleObject& o : build_module(cuda_backend, tu, ps, plan)) add(cubin_target(arch), o.image);
+  }
+  if (!archs.empty()) {  // PTX for the oldest: newer GPUs without a cubin here JIT it
+    plan.arch = archs.front();
+    plan.ptx = true;
+    for (const runtime::ModuleObject& o : build_module(cuda_backend, tu, ps, plan)) add(ptx_target(archs.front()), o.image);
+  }
   return shader::encode_library(f);
 }
 
@@ -644,15 +763,13 @@ Library load_metallib(const std::vector<std::uint8_t>& bytes, std::optional<Devi
   shader::TranslationUnit tu;
   tu.text = f.source;
   shader::ParsedSource ps = shader::parse(tu.text, f.filename);
-  if (rebuild)
-    return Library(load_unit(d, tu.text, ps, build_module(backends::shader_backend(d.type), tu, ps, false,
-                                                          runtime::device_impl(d).gpu_arch())));
+  if (rebuild) return Library(build_unit(d, tu, false));
   if (d.type == DeviceType::CUDA) return Library(load_bronzelib_cuda(d, f, tu, ps));
   std::vector<runtime::ModuleObject> objects;  // checked before they are cached or loaded
   for (const auto& [target, object] : f.objects)
     if (target == shader::host_cpu_target()) objects.push_back(image_object(object));
   // No object for this host: build one from the library's unit.
-  if (objects.empty()) return Library(load_unit(d, tu.text, ps, build_module(backends::shader_backend(d.type), tu, ps, false)));
+  if (objects.empty()) return Library(build_unit(d, tu, false));
   try {
     return Library(load_unit(d, tu.text, ps, objects));
   } catch (const ValueError&) {
@@ -712,10 +829,25 @@ Kernel Library::specialize(const std::string& name,
 const std::string& Library::hash() const { return impl_->hash; }
 Device Library::device() const { return impl_->device; }
 
-const KernelInfo& Kernel::info() const { return lib_->kernels[index_]; }
-int Kernel::max_threads_per_threadgroup() const { return lib_->max_threads[index_]; }
+void Library::warmup() const { build_all(*impl_); }
+
+void Kernel::warmup() const { built(*lib_, static_cast<std::size_t>(index_)); }
+bool Kernel::is_built() const {
+  return !lib_->lazy || lib_->lazy->ready[static_cast<std::size_t>(index_)].load(std::memory_order_acquire);
+}
+const KernelInfo& Kernel::info() const {
+  warmup();
+  return lib_->kernels[index_];
+}
+int Kernel::max_threads_per_threadgroup() const {
+  warmup();
+  return lib_->max_threads[index_];
+}
 int Kernel::thread_execution_width() const { return kSimdWidth; }
-std::size_t Kernel::static_thread_group_memory_length() const { return lib_->static_tg_bytes[index_]; }
+std::size_t Kernel::static_thread_group_memory_length() const {
+  warmup();
+  return lib_->static_tg_bytes[index_];
+}
 
 // A tensor whose dtype is not the buffer's declared type: its bytes are
 // bound (torch.mps's contract), with one warning per kernel argument;

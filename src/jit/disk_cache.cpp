@@ -195,7 +195,7 @@ std::optional<std::string> DiskCache::lookup(const std::string& key, const std::
     counters_.misses++;
     return std::nullopt;
   }
-  bool ok = data.size() > kTrailer && std::memcmp(data.data() + data.size() - sizeof kMagic, kMagic, sizeof kMagic) == 0;
+  bool ok = data.size() >= kTrailer && std::memcmp(data.data() + data.size() - sizeof kMagic, kMagic, sizeof kMagic) == 0;
   if (ok) {
     std::uint8_t digest[32];
     Sha256().update(key + suffix).update(data.data(), data.size() - kTrailer).digest(digest);

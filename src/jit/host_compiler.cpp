@@ -508,6 +508,74 @@ PreprocessResult run_preprocessor(const std::string& dir, const std::string& mai
   return r;
 }
 
+namespace {
+// A compile's cache key: everything its output depends on.
+std::string compile_key(const HostCompiler& cc, const std::vector<std::string>& flags,
+                        const std::vector<std::pair<std::string, std::string>>& headers, const std::string& source) {
+  Sha256 key;
+  key.update(kBronzeAbi).update("\0", 1).update(cc.identity).update("\0", 1);
+  for (const auto& f : flags) key.update(f).update("\0", 1);
+  for (const auto& [name, text] : headers) key.update(name).update("\0", 1).update(text).update("\0", 1);
+  key.update(source);
+  return key.hex();
+}
+
+// Runs the compiler over `source` (kernel.cpp, `headers` beside it) in the
+// fresh folder `work`, output to `output` there (none for "-"): "" when it
+// succeeds, else its messages, which name bronze's generated files, never
+// the build folder. A compiler that cannot build even a small unit says so
+// instead, rather than through every kernel's messages (Clang 14 has no
+// _Float16, `cpp` builds nothing).
+std::string compile_in(const HostCompiler& cc, const std::string& work, const std::string& source,
+                       const std::vector<std::pair<std::string, std::string>>& headers,
+                       const std::vector<std::string>& flags, const std::string& output,
+                       std::vector<std::string>& files) {
+  files.push_back("kernel.cpp");
+  for (const auto& [name, text] : headers) {
+    write_file(work + "/" + name, text);
+    files.push_back(name);
+  }
+  write_file(work + "/kernel.cpp", source);
+  std::vector<std::string> argv = {cc.path};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  argv.push_back("-I" + work);
+  if (output != "-") argv.insert(argv.end(), {"-o", work + "/" + output});
+  argv.push_back(work + "/kernel.cpp");
+  std::string messages;
+  int rc = run(argv, messages);
+  if (rc == 0 && output != "-" && !is_elf(work + "/" + output)) rc = 1;
+  if (rc == 0) return "";
+  for (std::size_t at = messages.find(work + "/"); at != std::string::npos; at = messages.find(work + "/", at))
+    messages.erase(at, work.size() + 1);
+  if (const std::string& why = cc.works(); !why.empty()) cc.raise_unusable(why);
+  return messages.empty() ? "the compiler failed without a message" : messages;
+}
+}  // namespace
+
+std::string check_source(const std::string& source, const std::vector<std::pair<std::string, std::string>>& headers,
+                         std::vector<std::string> flags) {
+  const HostCompiler& cc = HostCompiler::get();
+  if (!cc.available()) cc.raise_unusable(cc.status);
+  flags.push_back("-fsyntax-only");
+  const std::string k = compile_key(cc, flags, headers, source);
+  DiskCache& cache = DiskCache::instance();
+  if (cache.lookup(k, ".checked")) return "";
+  std::string work = cache.make_work_dir();
+  std::vector<std::string> files;
+  try {
+    std::string messages = compile_in(cc, work, source, headers, flags, "-", files);
+    if (messages.empty()) {  // a pass is an empty entry
+      write_file(work + "/checked", "");
+      if (cache.store(k, ".checked", work + "/checked") == work + "/checked") ::unlink((work + "/checked").c_str());
+    }
+    jit::remove_tree(work);
+    return messages;
+  } catch (...) {
+    jit::remove_tree(work);
+    throw;
+  }
+}
+
 BuildResult build_shared_object(const std::string& source,
                                 const std::vector<std::pair<std::string, std::string>>& headers,
                                 std::vector<std::string> flags,
@@ -515,12 +583,7 @@ BuildResult build_shared_object(const std::string& source,
   const HostCompiler& cc = HostCompiler::get();
   if (check_stack) flags.push_back("-fstack-usage");
   if (!cc.available()) cc.raise_unusable(cc.status);
-  Sha256 key;
-  key.update(kBronzeAbi).update("\0", 1).update(cc.identity).update("\0", 1);
-  for (const auto& f : flags) key.update(f).update("\0", 1);
-  for (const auto& [name, text] : headers) key.update(name).update("\0", 1).update(text).update("\0", 1);
-  key.update(source);
-  std::string k = key.hex();
+  const std::string k = compile_key(cc, flags, headers, source);
 
   DiskCache& cache = DiskCache::instance();
   BuildResult r;
@@ -533,29 +596,11 @@ BuildResult build_shared_object(const std::string& source,
       return r;
     }
   std::string work = cache.make_work_dir();
-  std::vector<std::string> files = {"kernel.cpp", "kernel.so"};
+  std::vector<std::string> files;  // what the build wrote besides the object
   try {
-    for (const auto& [name, text] : headers) {
-      write_file(work + "/" + name, text);
-      files.push_back(name);
-    }
-    write_file(work + "/kernel.cpp", source);
-    std::vector<std::string> argv = {cc.path};
-    argv.insert(argv.end(), flags.begin(), flags.end());
-    argv.insert(argv.end(), {"-I" + work, "-o", work + "/kernel.so", work + "/kernel.cpp"});
-    std::string messages;
-    int rc = run(argv, messages);
-    if (rc == 0 && !is_elf(work + "/kernel.so")) rc = 1;
-    if (rc != 0) {
-      // The messages name bronze's generated files, never its build folder.
-      for (std::size_t at = messages.find(work + "/"); at != std::string::npos; at = messages.find(work + "/", at))
-        messages.erase(at, work.size() + 1);
-      r.diagnostics = messages;
+    r.diagnostics = compile_in(cc, work, source, headers, flags, "kernel.so", files);
+    if (!r.diagnostics.empty()) {
       jit::remove_tree(work);  // with what a failed link left (kernel.so-kernel.su)
-      // A compiler that cannot build even a small unit says so, rather than
-      // through every kernel's messages (Clang 14 has no _Float16, `cpp`
-      // builds nothing).
-      if (const std::string& why = cc.works(); !why.empty()) cc.raise_unusable(why);
       return r;
     }
     if (check_stack) {  // GCC names the report kernel.so-kernel.su, Clang kernel.su
@@ -575,7 +620,6 @@ BuildResult build_shared_object(const std::string& source,
       if (pinned && *pinned != built) stored = *pinned;
     } else {
       // Not cached: the object stays in its private directory (it is loaded).
-      files.erase(files.begin() + 1);
       for (const auto& f : files) ::unlink((work + "/" + f).c_str());
     }
     r.so_path = stored;

@@ -96,6 +96,12 @@ struct BuildResult {
 // object is cached: what it throws propagates and leaves nothing cached.
 // A failed build by a compiler that cannot build even works()'s unit throws
 // NotSupportedError saying so instead of returning the diagnostics.
+// The compiler's semantic analysis alone (-fsyntax-only) of `source` with
+// `headers` beside it and `flags`: "" when it passes, else the compiler's
+// messages. A pass is remembered in the disk cache (an empty entry), so
+// another process does not check the same unit again.
+std::string check_source(const std::string& source, const std::vector<std::pair<std::string, std::string>>& headers,
+                         std::vector<std::string> flags);
 BuildResult build_shared_object(const std::string& source,
                                 const std::vector<std::pair<std::string, std::string>>& headers,
                                 std::vector<std::string> flags,

@@ -38,6 +38,10 @@ struct ModuleSource {
   // floating-point options, and BRONZE_FAST_MATH (metal:: math is fast::)
   // unless Safe. CUDA C++ sources keep NVRTC's own defaults: Safe.
   MathMode math_mode = MathMode::Safe;
+  // The compiler's semantic analysis alone, no object: a library's check
+  // of its whole unit before each kernel is built on first use. A pass
+  // is an ok ModuleObject without a path or image.
+  bool check_only = false;
   // CPU: called with the compiler's stack-usage report before the object is
   // cached; what it throws leaves nothing cached.
   std::function<void(const std::string&)> check_stack;

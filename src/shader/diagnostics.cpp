@@ -263,9 +263,30 @@ namespace {
   raise_compile_error(diag, named);
 }
 
-void check_stack_usage(const std::string& usage, const std::vector<SourceFile>& files) {
+void check_stack_usage(const std::string& usage, const std::vector<SourceFile>& files, const ParsedSource* parsed) {
+  auto too_big = [&](const std::string& where, unsigned long bytes, const std::string& what) {
+    raise_compile_error(where + ": error: " + what + " needs " + std::to_string((bytes + 1023) / 1024) +
+                            " KiB of stack per thread (its private arrays and locals); a thread may have " +
+                            std::to_string(runtime::kMaxPrivateBytes / 1024) + " KiB, as on CUDA",
+                        files);
+  };
   std::istringstream lines(usage);
   for (std::string l; std::getline(lines, l);) {
+    const std::size_t tab = l.find('\t');
+    if (tab == std::string::npos) continue;
+    const unsigned long bytes = std::strtoul(l.c_str() + tab + 1, nullptr, 10);
+    if (bytes <= runtime::kMaxPrivateBytes) continue;
+    // A kernel's entry, into which the compiler inlined the kernel: the
+    // kernel's frame, reported at its definition.
+    const std::size_t entry = l.rfind("bronze_entry_", tab);
+    if (parsed && entry != std::string::npos) {
+      const std::size_t k = std::strtoul(l.c_str() + entry + 13, nullptr, 10);
+      if (k < parsed->kernels.size()) {
+        const Token& at = parsed->tokens[parsed->kernels[k].definition];
+        too_big(parsed->files[at.file] + ":" + std::to_string(at.line) + ":" + std::to_string(at.col),
+                bytes, "kernel '" + parsed->kernels[k].info.name + "'");
+      }
+    }
     const SourceFile* file = nullptr;
     for (const SourceFile& f : files)
       if (l.rfind(f.name + ":", 0) == 0) file = &f;
@@ -273,15 +294,7 @@ void check_stack_usage(const std::string& usage, const std::vector<SourceFile>& 
     const char* rest = l.c_str() + file->name.size() + 1;
     int line = 0, col = 1;
     if (std::sscanf(rest, "%d:%d:", &line, &col) < 1) continue;  // Clang writes no column
-    const std::size_t tab = l.find('\t');
-    if (tab == std::string::npos) continue;
-    const unsigned long bytes = std::strtoul(l.c_str() + tab + 1, nullptr, 10);
-    if (bytes <= runtime::kMaxPrivateBytes) continue;
-    raise_compile_error(file->name + ":" + std::to_string(line) + ":" + std::to_string(col) +
-                            ": error: this function needs " + std::to_string((bytes + 1023) / 1024) +
-                            " KiB of stack per thread (its private arrays and locals); a thread may have " +
-                            std::to_string(runtime::kMaxPrivateBytes / 1024) + " KiB, as on CUDA",
-                        files);
+    too_big(file->name + ":" + std::to_string(line) + ":" + std::to_string(col), bytes, "this function");
   }
 }
 

@@ -25,7 +25,9 @@ namespace bronze::shader {
 // Throws ShaderCompileError at the first function of the user's files whose
 // frame in a stack-usage report (GCC's or Clang's -fstack-usage form) is
 // over the runtime::kMaxPrivateBytes a kernel's thread may have: its
-// threads would run off their stacks.
-void check_stack_usage(const std::string& usage, const std::vector<SourceFile>& files);
+// threads would run off their stacks. A kernel's entry over it (the
+// compiler inlined the kernel there) is reported at the kernel of `parsed`.
+void check_stack_usage(const std::string& usage, const std::vector<SourceFile>& files,
+                       const ParsedSource* parsed = nullptr);
 
 }  // namespace bronze::shader

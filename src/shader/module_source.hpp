@@ -13,7 +13,7 @@ namespace bronze::shader {
 
 // `code` (the generated unit) with the emulation headers, the unit's math
 // mode and the stack check that maps the compiler's report to the user's
-// lines (`unit` must outlive the build).
+// lines (`unit` and `parsed` must outlive the build).
 runtime::ModuleSource module_source(const TranslationUnit& unit, const ParsedSource& parsed,
                                     const RewriteOptions& options, std::string code);
 

@@ -49,6 +49,12 @@ struct RewriteOptions {
   // instantiating kernels, so parts build in parallel).
   std::size_t first_kernel = 0, last_kernel = SIZE_MAX;
   bool has_entry(std::size_t k) const { return k >= first_kernel && k < last_kernel; }
+  // The unit a library is checked with when compiled (its kernels are built
+  // on first use): the kernels' instantiations and binding plans with their
+  // assertions, but no entries or layout tables, which are bronze's code
+  // (and three quarters of the compiler's work on the unit); built with the
+  // compiler's semantic analysis alone (runtime::ModuleSource::check_only).
+  bool check_only = false;
 };
 
 // A launch's buffer as the kernel sees it: its bytes, and whether the

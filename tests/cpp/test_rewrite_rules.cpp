@@ -108,8 +108,17 @@ TEST(RewriteRule, AddressSpaces) {
                 "kernel void k(device float* o, constant uint& n, threadgroup float* t, "
                 "volatile coherent(system) device int* f) { thread float* p = o; device::x(); __extension__ union {}; }"),
             "const    float c = 1;\n         constexpr int d = 2;\n"
-            "       void k(       float* o, const    uint& n,             float* t, "
+            "inline void k(       float* o, const    uint& n,             float* t, "
             "volatile                         int* f) {        float* p = o; device::x(); __extension__ union {}; }");
+  EXPECT_EQ(run(rules::address_spaces,
+                "template <typename T> kernel void k(device T* o) {}\n"
+                "template [[host_name(\"f\")]] kernel void k<float>(device float*);\n"
+                "static inline kernel void g() {}\n"),
+            "template <typename T> inline void k(       T* o) {}\n"
+            "template [[host_name(\"f\")]]        void k<float>(       float*);\n"
+            "static inline        void g() {}\n")
+      << "a kernel is inline (only the kernels a build's entries call are compiled), but not in an explicit "
+         "instantiation, nor twice";
   EXPECT_NE(run(rules::address_spaces, "kernel void k(device int* o) { __extension__ union {}; }", {}, kCuda)
                 .find("{               union {}; }"),
             std::string::npos)

@@ -42,6 +42,15 @@ TEST(StackUsage, AFunctionOverTheLimitIsACompileErrorAtItsLine) {
       EXPECT_NE(std::string(e.what()).find("needs 1176 KiB of stack per thread"), std::string::npos) << e.what();
     }
   }
+  // Clang inlines a kernel into its entry: the entry's frame is the kernel's, at its definition.
+  const bronze::shader::ParsedSource ps = parse(src, "shader.metal");
+  try {
+    bronze::shader::check_stack_usage(fine + "bronze-entry:9:bronze_entry_1\t1204048\tstatic\n", files, &ps);
+    FAIL() << "an entry over the limit";
+  } catch (const bronze::ShaderCompileError& e) {
+    EXPECT_EQ(e.line(), 2);
+    EXPECT_NE(std::string(e.what()).find("kernel 'b' needs 1176 KiB"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Sha256, KnownDigests) {

@@ -57,8 +57,13 @@ runtime::ModuleObject build_module(const runtime::ModuleSource& src) {
   if (src.math_mode != runtime::MathMode::Safe)
     flags.insert(flags.end(), {"-DBRONZE_FAST_MATH", "-fno-trapping-math", "-fno-signed-zeros", "-freciprocal-math"});
   if (src.math_mode == runtime::MathMode::Fast) flags.push_back("-fassociative-math");
-  auto r = jit::build_shared_object(src.code, headers, flags, src.check_stack);
   runtime::ModuleObject o;
+  if (src.check_only) {
+    o.diagnostics = jit::check_source(src.code, headers, flags);
+    o.ok = o.diagnostics.empty();
+    return o;
+  }
+  auto r = jit::build_shared_object(src.code, headers, flags, src.check_stack);
   o.ok = !r.so_path.empty();
   o.path = r.so_path;
   o.diagnostics = r.diagnostics;

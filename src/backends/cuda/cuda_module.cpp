@@ -21,6 +21,7 @@ runtime::ModuleObject build_module(const runtime::ModuleSource& src) {
   if (src.math_mode != runtime::MathMode::Safe)
     rq.options.insert(rq.options.end(), {"-DBRONZE_FAST_MATH", "--ftz=true", "--prec-div=false", "--prec-sqrt=false"});
   rq.name_expressions = src.name_expressions;
+  rq.syntax_only = src.check_only;
   NvrtcResult r = nvrtc_compile(rq);
   runtime::ModuleObject o;
   o.ok = r.ok;

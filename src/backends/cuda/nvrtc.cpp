@@ -75,6 +75,7 @@ NvrtcResult nvrtc_compile(const NvrtcRequest& rq) {
                                        std::to_string(rq.arch),
                                    "--std=c++17", "-default-device", "--split-compile=0"};
   opts.insert(opts.end(), rq.options.begin(), rq.options.end());
+  if (rq.syntax_only) opts.push_back("--fdevice-syntax-only");
   // The key covers everything the output depends on: compiler, options,
   // every header's text, the source and its name (it appears in #line).
   jit::Sha256 key;
@@ -82,16 +83,17 @@ NvrtcResult nvrtc_compile(const NvrtcRequest& rq) {
   for (const auto& o : opts) key.update(o).update("\0", 1);
   for (const auto& [name, text] : rq.headers) key.update(name).update("\0", 1).update(text).update("\0", 1);
   key.update(rq.source);
-  const std::string k = key.hex(), suffix = rq.ptx ? ".ptx" : ".cubin";
+  const std::string k = key.hex(), suffix = rq.syntax_only ? ".checked" : rq.ptx ? ".ptx" : ".cubin";
   const bool cacheable = rq.name_expressions.empty();
   auto& cache = jit::DiskCache::instance();
   NvrtcResult out;
   if (cacheable) {
     if (auto hit = cache.lookup(k, suffix)) {
+      out.ok = true;
+      if (rq.syntax_only) return out;
       std::ifstream f(*hit, std::ios::binary);
       out.image.assign(std::istreambuf_iterator<char>(f), {});
       out.image.resize(out.image.size() - 36);  // the cache's checksum trailer
-      out.ok = true;
       return out;
     }
   }
@@ -116,10 +118,12 @@ NvrtcResult nvrtc_compile(const NvrtcRequest& rq) {
     n.destroy(&prog);
     return out;
   }
-  std::size_t size = 0;
-  (rq.ptx ? n.ptx_size : n.cubin_size)(prog, &size);
-  out.image.resize(size);
-  (rq.ptx ? n.ptx : n.cubin)(prog, out.image.data());
+  if (!rq.syntax_only) {
+    std::size_t size = 0;
+    (rq.ptx ? n.ptx_size : n.cubin_size)(prog, &size);
+    out.image.resize(size);
+    (rq.ptx ? n.ptx : n.cubin)(prog, out.image.data());
+  }
   for (const auto& e : rq.name_expressions) {
     const char* lowered = nullptr;
     n.lowered_name(prog, e.c_str(), &lowered);

@@ -21,6 +21,9 @@ struct NvrtcRequest {
   // C++ names to lower (kernels that are not extern "C"); the results are
   // not cached on disk, so such sources compile each time.
   std::vector<std::string> name_expressions;
+  // The front end's semantic analysis alone (--fdevice-syntax-only): no
+  // image; a pass is remembered in the disk cache.
+  bool syntax_only = false;
 };
 
 struct NvrtcResult {

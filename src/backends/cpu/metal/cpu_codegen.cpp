@@ -56,7 +56,7 @@ std::string generate(const std::string& unit, const ParsedSource& ps, const Rewr
   // that cannot be interposed are inlined into the loops and vectorized.
   std::string out = binding_plans(ps, options);
   for (std::size_t k = 0; k < ps.kernels.size(); ++k) {
-    if (!options.has_entry(k)) continue;
+    if (!options.has_entry(k) || options.check_only) continue;
     const ParsedKernel& pk = ps.kernels[k];
     std::string args;
     for (std::size_t i = 0; i < pk.params.size(); ++i) args += (i ? ", " : "") + arg_expr(pk, k, i, wrap);

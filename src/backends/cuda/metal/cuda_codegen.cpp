@@ -55,7 +55,7 @@ std::string generate(const std::string& unit, const ParsedSource& ps, const Rewr
   std::string body = rewrite_body(unit, ps, options, {"__shared__", true});
   std::string out = binding_plans(ps, options);
   for (std::size_t k = 0; k < ps.kernels.size(); ++k) {
-    if (!options.has_entry(k)) continue;
+    if (!options.has_entry(k) || options.check_only) continue;
     const ParsedKernel& pk = ps.kernels[k];
     // One entry parameter per buffer and value, in entry order
     // (rewrite.hpp's entry_position; the runtime passes zeros for those a
