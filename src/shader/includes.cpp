@@ -196,21 +196,27 @@ class Resolver {
     }
     const std::string shown = angled ? "<" + name + ">" : "\"" + name + "\"";
     const bool climbs = ("/" + name + "/").find("/../") != std::string::npos;
+    bool outside = false;
     for (const auto& [path, search] : candidates) {
-      // A name that leaves the roots (absolute, or by "..") is refused
+      // A path that leaves the roots (absolute, or by "..") is passed over
       // whether or not it exists there: bronze looks at nothing outside
-      // them. A root that does not hold a plain name (torch's folder
-      // outside c10/metal) is passed over.
+      // them, and a name that finds nothing inside is refused as leaving
+      // them. `attention/../utils.metal` of a source in the include folder
+      // that holds utils.metal stays inside. A root that does not hold a
+      // plain name (torch's folder outside c10/metal) is passed over.
       int r = root_of(path, search >= 0 ? search : static_cast<int>(from_root));
-      if (r < 0 && search >= 0 && !climbs) continue;
-      if (r < 0)
-        return refuse(at, shown + " reaches outside the source's folder, include_dirs, headers and torch's Metal "
-                              "headers; bronze reads no other file");
+      if (r < 0) {
+        outside = outside || search < 0 || climbs;
+        continue;
+      }
       std::string why;
       int file = file_at(path, static_cast<std::size_t>(r), search, why);
       if (file >= 0) return view_path(static_cast<std::size_t>(file));
       if (!why.empty()) return refuse(at, "cannot include " + shown + " (" + printable(path) + "): " + why);
     }
+    if (outside)
+      return refuse(at, shown + " reaches outside the source's folder, include_dirs, headers and torch's Metal "
+                            "headers; bronze reads no other file");
     return refuse(at, shown + ": no such file in the source's folder, include_dirs, headers or torch's Metal headers");
   }
 

@@ -967,6 +967,13 @@ def test_files_outside_the_roots_are_never_read_nor_looked_at(tmp_path):
     o = bronze.zeros(1)
     lib.k(o)
     assert o.item() == 2.0
+    # A source in a folder of an include folder reaches its siblings by "..",
+    # as kernels-community's attention/paged_attention.metal includes "../utils.metal".
+    (tmp_path / "src" / "sub" / "k2.metal").write_text('#include "../b.h"\nkernel void k(device float* o) { o[0] = B; }\n')
+    lib = bronze.compile_shader((tmp_path / "src" / "sub" / "k2.metal").read_text(),
+                                filename=str(tmp_path / "src" / "sub" / "k2.metal"), include_dirs=[user.parent])
+    lib.k(o)
+    assert o.item() == 2.0
 
 
 def test_a_computed_include_name_is_refused_at_its_line():
