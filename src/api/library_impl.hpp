@@ -54,10 +54,23 @@ struct LibraryImpl {
   struct Lazy {
     explicit Lazy(std::size_t kernels) : built(kernels), ready(kernels) {}
     shader::TranslationUnit unit;
-    shader::ParsedSource parsed;
     bool checked_buffers = true;           // as the check found (shader::RewriteOptions)
+    std::string record_key;                // of the unit's record in the compile cache (api/unit_record.hpp)
     std::vector<std::once_flag> built;     // per kernel: its build, once
     std::vector<std::atomic<bool>> ready;  // per kernel: built and loaded
+    // The unit's parse: for a build, made then where the library came from
+    // the unit's record.
+    const shader::ParsedSource& parsed() {
+      std::call_once(parsed_once_, [&] { parsed_ = shader::parse(unit.text, unit.files.empty() ? "shader.metal" : unit.files[0].name); });
+      return parsed_;
+    }
+    void parse(shader::ParsedSource ps) {
+      std::call_once(parsed_once_, [&] { parsed_ = std::move(ps); });
+    }
+
+   private:
+    std::once_flag parsed_once_;
+    shader::ParsedSource parsed_;
   };
   std::unique_ptr<Lazy> lazy;
   // A kernel's arguments in its entry's order (shader::entry_position: its

@@ -31,6 +31,7 @@
 #include "runtime/device_impl.hpp"
 #include "runtime/json_util.hpp"
 #include "api/library_impl.hpp"
+#include "api/unit_record.hpp"
 #include "runtime/shader_module.hpp"
 #include "shader/bronzelib.hpp"
 #include "shader/diagnostics.hpp"
@@ -271,12 +272,12 @@ std::vector<runtime::ModuleObject> build_module(const backends::ShaderBackend& b
   return objects;
 }
 
-// What loading kernel k of a Metal unit's module looks up there.
-runtime::ModuleKernel module_kernel(const shader::ParsedSource& ps, std::size_t k) {
+// What loading kernel k of a Metal unit's module looks up there (`info`: its reflection).
+runtime::ModuleKernel module_kernel(std::size_t k, const KernelInfo& info) {
   runtime::ModuleKernel m;
   m.symbol = shader::entry_symbol(k);
   m.table_symbol = shader::layout_symbol(k);
-  m.table_words = shader::layout_words(ps.kernels[k]);
+  m.table_words = shader::layout_words(info.params.size());
   m.tgmem_symbol = shader::tgmem_symbol(k);  // CUDA: only where arrays are carved (GPUs tell the rest)
   return m;
 }
@@ -295,16 +296,16 @@ void check_table(const KernelInfo& reflected, const runtime::ModuleKernel& m) {
                      "' has another signature there; load it with rebuild=True to build its source instead");
 }
 
-// A library of the kernels in range of a Metal unit on device d, each as
-// the parser reflects it, none loaded yet (load_parts, set_kernel).
-std::shared_ptr<detail::LibraryImpl> unit_library(const Device& d, const std::string& unit,
-                                                  const shader::ParsedSource& ps, KernelRange kernels) {
-  kernels = kernels.within(ps);
+// A library of a Metal unit's kernels on device d (`kernels`: as the
+// parser reflects them, the first being the unit's kernel `first`), none
+// loaded yet (load_parts, set_kernel).
+std::shared_ptr<detail::LibraryImpl> unit_library(const Device& d, const std::string& unit, std::vector<KernelInfo> kernels,
+                                                  std::size_t first, const std::string& no_kernels_why) {
   auto lib = new_library(d, unit, jit::sha256_hex(unit));
-  lib->no_kernels_why = ps.no_kernels_why;
-  lib->first_kernel = kernels.first;
+  lib->no_kernels_why = no_kernels_why;
+  lib->first_kernel = first;
   lib->restricted = d.type == DeviceType::CUDA;
-  for (std::size_t k = kernels.first; k < kernels.last; ++k) lib->kernels.push_back(ps.kernels[k].info);
+  lib->kernels = std::move(kernels);
   const std::size_t n = lib->kernels.size();
   lib->entries.assign(n, nullptr);
   lib->static_tg_bytes.assign(n, 0);
@@ -315,19 +316,28 @@ std::shared_ptr<detail::LibraryImpl> unit_library(const Device& d, const std::st
   return lib;
 }
 
-// Loads the objects of a unit's kernels in range (the parts build_module
-// made) into lib: each kernel's ModuleKernel, in range order.
-std::vector<runtime::ModuleKernel> load_parts(detail::LibraryImpl& lib, const shader::ParsedSource& ps,
-                                              const std::vector<runtime::ModuleObject>& objects, KernelRange kernels) {
+// The same from a parse: its kernels in range.
+std::shared_ptr<detail::LibraryImpl> unit_library(const Device& d, const std::string& unit,
+                                                  const shader::ParsedSource& ps, KernelRange kernels) {
   kernels = kernels.within(ps);
+  std::vector<KernelInfo> infos;
+  for (std::size_t k = kernels.first; k < kernels.last; ++k) infos.push_back(ps.kernels[k].info);
+  return unit_library(d, unit, std::move(infos), kernels.first, ps.no_kernels_why);
+}
+
+// Loads the objects of lib's kernels in range (unit indices; the parts
+// build_module made) into lib: each kernel's ModuleKernel, in range order.
+std::vector<runtime::ModuleKernel> load_parts(detail::LibraryImpl& lib, const std::vector<runtime::ModuleObject>& objects,
+                                              KernelRange kernels) {
+  auto info = [&](std::size_t k) -> const KernelInfo& { return lib.kernels[k - lib.first_kernel]; };
   std::vector<runtime::ModuleKernel> mk(kernels.size());
-  for (std::size_t k = 0; k < mk.size(); ++k) mk[k] = module_kernel(ps, kernels.first + k);
+  for (std::size_t k = 0; k < mk.size(); ++k) mk[k] = module_kernel(kernels.first + k, info(kernels.first + k));
   for (std::size_t p = 0; p < objects.size(); ++p) {
     auto [first, last] = part_range(p, objects.size(), {0, mk.size()});
     std::vector<runtime::ModuleKernel> part(std::make_move_iterator(mk.begin() + first),
                                             std::make_move_iterator(mk.begin() + last));
     auto check = [&, first = first](const std::vector<runtime::ModuleKernel>& loaded) {
-      for (std::size_t k = 0; k < loaded.size(); ++k) check_table(ps.kernels[kernels.first + first + k].info, loaded[k]);
+      for (std::size_t k = 0; k < loaded.size(); ++k) check_table(info(kernels.first + first + k), loaded[k]);
     };
     std::shared_ptr<void> module = runtime::device_impl(lib.device).load_module(objects[p], part, check);
     {
@@ -357,7 +367,7 @@ std::shared_ptr<detail::LibraryImpl> load_unit(const Device& d, const std::strin
                                                const std::vector<runtime::ModuleObject>& objects,
                                                KernelRange kernels = {}) {
   auto lib = unit_library(d, unit, ps, kernels);
-  std::vector<runtime::ModuleKernel> mk = load_parts(*lib, ps, objects, kernels);
+  std::vector<runtime::ModuleKernel> mk = load_parts(*lib, objects, kernels.within(ps));
   for (std::size_t k = 0; k < mk.size(); ++k) set_kernel(*lib, k, mk[k]);
   return lib;
 }
@@ -367,23 +377,45 @@ std::shared_ptr<detail::LibraryImpl> load_unit(const Device& d, const std::strin
 // code several times to save little.
 constexpr std::size_t kEagerKernels = 8;
 
+// The library of a checked unit (lazy: each kernel built on first use).
+std::shared_ptr<detail::LibraryImpl> lazy_library(const Device& d, const shader::TranslationUnit& tu, bool validate,
+                                                  detail::UnitRecord record, std::string record_key) {
+  const bool checked_buffers = record.checked_buffers;
+  auto lib = unit_library(d, tu.text, std::move(record.kernels), 0, record.no_kernels_why);
+  lib->validate = validate;
+  lib->lazy = std::make_unique<detail::LibraryImpl::Lazy>(lib->kernels.size());
+  lib->lazy->unit = tu;
+  lib->lazy->checked_buffers = checked_buffers;
+  lib->lazy->record_key = std::move(record_key);
+  return lib;
+}
+
 // A Metal unit (preprocessed) on device d: all its kernels, or the one named
 // `only`. A unit of more than kEagerKernels is checked whole now (the
 // compiler's semantic analysis of every kernel and instantiation: its errors
-// are the compile's) and each kernel is built on first use (built).
+// are the compile's) and each kernel is built on first use (built); what
+// the check learnt is recorded in the compile cache (api/unit_record.hpp),
+// so another process compiling the unit finds it there.
 std::shared_ptr<detail::LibraryImpl> build_unit(const Device& d, const shader::TranslationUnit& tu, bool validate,
                                                 const std::string& only = {}) {
-  shader::ParsedSource ps = shader::parse(tu.text, tu.files.empty() ? "shader.metal" : tu.files[0].name);
+  const backends::ShaderBackend& backend = backends::shader_backend(d.type);
   BuildPlan plan;
   plan.validate = validate;
   plan.arch = runtime::device_impl(d).gpu_arch();
+  std::string record_key;
+  if (only.empty()) {
+    record_key = detail::unit_record_key(tu.text, d.type == DeviceType::CUDA ? cubin_target(plan.arch) : "cpu", validate,
+                                         backend.compiler_identity());
+    if (auto record = detail::read_unit_record(record_key))
+      return lazy_library(d, tu, validate, std::move(*record), std::move(record_key));
+  }
+  shader::ParsedSource ps = shader::parse(tu.text, tu.files.empty() ? "shader.metal" : tu.files[0].name);
   if (!only.empty()) {
     auto k = std::find_if(ps.kernels.begin(), ps.kernels.end(), [&](const auto& pk) { return pk.info.name == only; });
     if (k == ps.kernels.end()) throw KernelNotFoundError("the library has no kernel '" + only + "'");
     plan.kernels.first = static_cast<std::size_t>(k - ps.kernels.begin());
     plan.kernels.last = plan.kernels.first + 1;
   }
-  const backends::ShaderBackend& backend = backends::shader_backend(d.type);
   plan.check_only = plan.kernels.within(ps).size() > kEagerKernels;
   auto objects = build_module(backend, tu, ps, plan);
   if (!plan.check_only) {
@@ -391,12 +423,13 @@ std::shared_ptr<detail::LibraryImpl> build_unit(const Device& d, const shader::T
     lib->validate = validate;
     return lib;
   }
-  auto lib = unit_library(d, tu.text, ps, plan.kernels);
-  lib->validate = validate;
-  lib->lazy = std::make_unique<detail::LibraryImpl::Lazy>(lib->kernels.size());
-  lib->lazy->unit = tu;
-  lib->lazy->parsed = std::move(ps);
-  lib->lazy->checked_buffers = plan.checked_buffers;
+  detail::UnitRecord record;
+  for (const shader::ParsedKernel& pk : ps.kernels) record.kernels.push_back(pk.info);
+  record.no_kernels_why = ps.no_kernels_why;
+  record.checked_buffers = plan.checked_buffers;
+  detail::write_unit_record(record_key, record);
+  auto lib = lazy_library(d, tu, validate, std::move(record), std::move(record_key));
+  lib->lazy->parse(std::move(ps));
   return lib;
 }
 
@@ -411,16 +444,24 @@ BuildPlan lazy_plan(const detail::LibraryImpl& lib, KernelRange kernels) {
 }
 
 // Kernel k of lib, built and loaded unless it is: once, however many
-// threads ask at the same time. A build that fails raises its errors at
-// the user's lines from here (the call) and is tried again by the next use.
+// threads ask at the same time; from the compile cache where the unit's
+// record names its object. A build that fails raises its errors at the
+// user's lines from here (the call) and is tried again by the next use.
 void built(detail::LibraryImpl& lib, std::size_t k) {
   if (!lib.lazy || lib.lazy->ready[k].load(std::memory_order_acquire)) return;
   detail::LibraryImpl::Lazy& z = *lib.lazy;
   std::call_once(z.built[k], [&] {
-    const KernelRange one{lib.first_kernel + k, lib.first_kernel + k + 1};
-    BuildPlan plan = lazy_plan(lib, one);
-    auto objects = build_module(backends::shader_backend(lib.device.type), z.unit, z.parsed, plan);
-    set_kernel(lib, k, load_parts(lib, z.parsed, objects, one)[0]);
+    const backends::ShaderBackend& backend = backends::shader_backend(lib.device.type);
+    const KernelRange one{k, k + 1};
+    std::optional<runtime::ModuleObject> object;
+    if (auto entry = detail::read_kernel_object(z.record_key, k)) object = backend.cached(entry->first, entry->second);
+    if (!object) {
+      BuildPlan plan = lazy_plan(lib, one);
+      object = std::move(build_module(backend, z.unit, z.parsed(), plan)[0]);
+      if (!object->cache_key.empty())
+        detail::write_kernel_object(z.record_key, k, object->cache_key, object->cache_suffix);
+    }
+    set_kernel(lib, k, load_parts(lib, {*object}, one)[0]);
     z.ready[k].store(true, std::memory_order_release);
   });
 }
@@ -435,10 +476,10 @@ void build_all(detail::LibraryImpl& lib) {
   while (first < last && !unbuilt(first)) ++first;
   while (last > first && !unbuilt(last - 1)) --last;
   if (first == last) return;
-  const KernelRange range{lib.first_kernel + first, lib.first_kernel + last};
+  const KernelRange range{first, last};
   BuildPlan plan = lazy_plan(lib, range);
-  auto objects = build_module(backends::shader_backend(lib.device.type), z.unit, z.parsed, plan);
-  std::vector<runtime::ModuleKernel> mk = load_parts(lib, z.parsed, objects, range);
+  auto objects = build_module(backends::shader_backend(lib.device.type), z.unit, z.parsed(), plan);
+  std::vector<runtime::ModuleKernel> mk = load_parts(lib, objects, range);
   for (std::size_t k = first; k < last; ++k)
     std::call_once(z.built[k], [&] {
       set_kernel(lib, k, mk[k - first]);
@@ -466,7 +507,7 @@ const detail::LibraryImpl::Aliased& aliased_entry(detail::LibraryImpl& lib, std:
   src.gpu_arch = runtime::device_impl(lib.device).gpu_arch();
   runtime::ModuleObject o = backend.build(src);
   if (!o.ok) shader::raise_build_error(o.diagnostics, ps, tu.files);
-  std::vector<runtime::ModuleKernel> mk = {module_kernel(ps, unit_k)};
+  std::vector<runtime::ModuleKernel> mk = {module_kernel(unit_k, lib.kernels[k])};
   a.module = runtime::device_impl(lib.device).load_module(o, mk, {});
   a.max_threads = mk[0].max_threads;
   a.entry = mk[0].entry;

@@ -4,12 +4,16 @@
 #include "backends/cpu/metal/cpu_codegen.hpp"
 #include "backends/cuda/cuda_module.hpp"
 #include "backends/cuda/metal/cuda_codegen.hpp"
+#include "backends/cuda/nvrtc.hpp"
+#include "jit/host_compiler.hpp"
 
 namespace bronze::backends {
 
 const ShaderBackend& shader_backend(DeviceType type) {
-  static const ShaderBackend cpu_backend{&cpu::generate, &cpu::build_module};
-  static const ShaderBackend cuda_backend{&cuda::generate, &cuda::build_module};
+  static const ShaderBackend cpu_backend{&cpu::generate, &cpu::build_module, &cpu::cached_module,
+                                         [] { return jit::HostCompiler::get().identity; }};
+  static const ShaderBackend cuda_backend{&cuda::generate, &cuda::build_module, &cuda::cached_module,
+                                          &cuda::nvrtc_status};
   return type == DeviceType::CUDA ? cuda_backend : cpu_backend;
 }
 

@@ -4,6 +4,7 @@
 // NVRTC, not a GPU. Loading is the device's (runtime::DeviceImpl).
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "bronze/device.hpp"
@@ -16,6 +17,12 @@ namespace bronze::backends {
 struct ShaderBackend {
   std::string (*generate)(const std::string& unit, const shader::ParsedSource&, const shader::RewriteOptions&);
   runtime::ModuleObject (*build)(const runtime::ModuleSource&);
+  // An object build() cached (ModuleObject::cache_key and cache_suffix),
+  // if the compile cache still has it.
+  std::optional<runtime::ModuleObject> (*cached)(const std::string& key, const std::string& suffix);
+  // What builds its code (the compiler and its version): part of the key
+  // of anything derived from what it built.
+  std::string (*compiler_identity)();
 };
 const ShaderBackend& shader_backend(DeviceType type);
 

@@ -552,6 +552,14 @@ std::string compile_in(const HostCompiler& cc, const std::string& work, const st
 }
 }  // namespace
 
+std::optional<std::string> cached_shared_object(const std::string& key) {
+  // What is loaded is a pin of the entry: another process's trim may remove
+  // the entry before the dlopen (then, before the pin: built again).
+  DiskCache& cache = DiskCache::instance();
+  if (auto hit = cache.lookup(key, ".so")) return cache.pin(*hit);
+  return std::nullopt;
+}
+
 std::string check_source(const std::string& source, const std::vector<std::pair<std::string, std::string>>& headers,
                          std::vector<std::string> flags) {
   const HostCompiler& cc = HostCompiler::get();
@@ -587,14 +595,12 @@ BuildResult build_shared_object(const std::string& source,
 
   DiskCache& cache = DiskCache::instance();
   BuildResult r;
-  // What is loaded is a pin of the entry: another process's trim may remove
-  // the entry before the dlopen (then, before the pin: built again).
-  if (auto hit = cache.lookup(k, ".so"))
-    if (auto pinned = cache.pin(*hit)) {
-      r.so_path = *pinned;
-      r.cache_hit = true;
-      return r;
-    }
+  if (auto hit = cached_shared_object(k)) {
+    r.so_path = *hit;
+    r.key = k;
+    r.cache_hit = true;
+    return r;
+  }
   std::string work = cache.make_work_dir();
   std::vector<std::string> files;  // what the build wrote besides the object
   try {
@@ -618,6 +624,7 @@ BuildResult build_shared_object(const std::string& source,
     if (stored != built) {
       jit::remove_tree(work);
       if (pinned && *pinned != built) stored = *pinned;
+      r.key = k;
     } else {
       // Not cached: the object stays in its private directory (it is loaded).
       for (const auto& f : files) ::unlink((work + "/" + f).c_str());

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -85,6 +86,7 @@ PreprocessResult run_preprocessor(const std::string& dir, const std::string& mai
 struct BuildResult {
   std::string so_path;      // empty on failure
   std::string diagnostics;  // the compiler's output on failure
+  std::string key;          // its compile cache entry's key (suffix ".so"), where it is cached
   bool cache_hit = false;
 };
 
@@ -96,6 +98,9 @@ struct BuildResult {
 // object is cached: what it throws propagates and leaves nothing cached.
 // A failed build by a compiler that cannot build even works()'s unit throws
 // NotSupportedError saying so instead of returning the diagnostics.
+// The shared object cached under `key` (build_shared_object's BuildResult::key),
+// pinned for loading as a hit is; nullopt when the cache has none.
+std::optional<std::string> cached_shared_object(const std::string& key);
 // The compiler's semantic analysis alone (-fsyntax-only) of `source` with
 // `headers` beside it and `flags`: "" when it passes, else the compiler's
 // messages. A pass is remembered in the disk cache (an empty entry), so

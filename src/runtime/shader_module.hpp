@@ -57,6 +57,10 @@ struct ModuleObject {
   std::string path;
   std::vector<char> image;
   std::vector<std::string> lowered;  // one per name expression
+  // The compile cache's entry it is (key, suffix), where it was cached: a
+  // later process finds it by these (ShaderBackend::cached) without
+  // generating its code again.
+  std::string cache_key, cache_suffix;
   // CUDA: not built because a function declares more static shared memory
   // than CUDA allows (48 KiB); dynamic shared memory has no such limit.
   bool static_shared_overflow = false;

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <unordered_set>
 
 #include "bronze/error.hpp"
 #include "shader/types.hpp"
@@ -886,8 +887,7 @@ class Parser {
 
   void add_kernel(const std::string& host, const std::string& callee, const KernelDef& def,
                   const std::map<std::string, std::string>& subst, const std::set<std::string>& arg_refs) {
-    for (const ParsedKernel& k : out_.kernels)
-      if (k.info.name == host) fail(t(def.params_begin - 2), "a kernel named '" + host + "' is defined twice");
+    if (!host_names_.insert(host).second) fail(t(def.params_begin - 2), "a kernel named '" + host + "' is defined twice");
     ParsedKernel pk;
     pk.info.name = host;
     pk.info.line = t(def.params_begin - 2).line;
@@ -1156,6 +1156,7 @@ class Parser {
   std::multimap<std::string, KernelDef> templates_;
   std::map<std::string, KernelDef> kernel_templates_;  // those marked kernel
   std::vector<std::set<std::string>> kernel_refs_;     // per kernel: its function and template arguments
+  std::unordered_set<std::string> host_names_;         // the kernels' names so far
   std::string current_class_;
   std::size_t header_ = 0;  // the outer `template` of nested template headers
   struct Member {

@@ -95,7 +95,7 @@ inline std::string function_type(std::size_t k) { return "bronze_fn_" + std::to_
 inline std::string entry_symbol(std::size_t k) { return "bronze_entry_" + std::to_string(k); }
 inline std::string layout_symbol(std::size_t k) { return "bronze_layout_" + std::to_string(k); }
 constexpr std::size_t kLayoutWordsPerParam = 4;
-inline std::size_t layout_words(const ParsedKernel& pk) { return kLayoutWordsPerParam * pk.params.size() + 1; }
+inline std::size_t layout_words(std::size_t params) { return kLayoutWordsPerParam * params + 1; }
 
 // The binding plan of the kernel function a ParsedKernel names (a
 // constexpr array of bronze_rt::plan_param, one per parameter): its

@@ -81,6 +81,41 @@ TEST(Stress, EmptyCacheWhileTensorsComeAndGo) {
   for (double v : t.to_double_vector()) EXPECT_EQ(v, 1.0);
 }
 
+// A big unit's kernels are built on first use: threads using the same
+// kernels at once (a call, its reflection), listing the library and
+// building all of it meanwhile each see every kernel built once and right.
+TEST(Stress, ThreadsFirstUsingALibrarysKernelsAtOnce) {
+  constexpr int kKernels = 12;  // more than compile_shader builds whole at once
+  std::string src;
+  for (int k = 0; k < kKernels; ++k)
+    src += "kernel void k" + std::to_string(k) + "(device float* o, uint i [[thread_position_in_grid]]) { o[i] = " +
+           std::to_string(k) + ".0f; }\n";
+  auto lib = bronze::compile_shader(src);
+  std::atomic<bool> go{false};
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      while (!go) std::this_thread::yield();
+      if (t == 7) {
+        lib.warmup();
+        return;
+      }
+      for (int r = 0; r < 3; ++r) {
+        const int k = (t + r) % 4;  // two threads on each kernel at once
+        bronze::Kernel kernel = lib.kernel("k" + std::to_string(k));
+        if (kernel.info().params[0].size != 4 || lib.kernel_names().size() != kKernels) ++wrong;
+        bronze::Tensor o = bronze::zeros({64});
+        kernel.dispatch({o});
+        for (double v : o.to_double_vector()) wrong += v != k;
+      }
+    });
+  go = true;
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+  for (int k = 0; k < kKernels; ++k) EXPECT_TRUE(lib.kernel("k" + std::to_string(k)).is_built()) << k;
+}
+
 // Eight threads, each a random mix of the whole public API for a bounded
 // time: creation, ops, copies, host reads, streams, events, record_stream,
 // kernels, empty_cache, memory figures, RNG state, the profiler. Every

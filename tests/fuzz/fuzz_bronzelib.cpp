@@ -24,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (again.source != f.source || again.filename != f.filename || again.objects != f.objects) __builtin_trap();
   try {
     auto ps = bronze::shader::parse(f.source, f.filename);
-    for (const auto& k : ps.kernels) (void)bronze::shader::layout_words(k);
+    for (const auto& k : ps.kernels) (void)bronze::shader::layout_words(k.params.size());
     (void)bronze::cpu::generate(f.source, ps);
   } catch (const bronze::Error&) {
   }

@@ -241,7 +241,8 @@ def test_threads_compiling_one_source_share_one_build():
     assert not errors and len(libs) == 8
     after = bronze.cache_info()
     if after["enabled"]:
-        assert after["misses"] - before["misses"] == 1 and after["stores"] - before["stores"] <= 1
+        # Looked up once (the unit's record, then its object) and built once.
+        assert after["misses"] - before["misses"] == 2 and after["stores"] - before["stores"] <= 1
 
 
 def test_a_failed_compile_fails_every_thread_waiting_for_it():

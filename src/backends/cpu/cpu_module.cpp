@@ -67,6 +67,17 @@ runtime::ModuleObject build_module(const runtime::ModuleSource& src) {
   o.ok = !r.so_path.empty();
   o.path = r.so_path;
   o.diagnostics = r.diagnostics;
+  if (!r.key.empty()) o.cache_key = r.key, o.cache_suffix = ".so";
+  return o;
+}
+
+std::optional<runtime::ModuleObject> cached_module(const std::string& key, const std::string& suffix) {
+  std::optional<std::string> path = suffix == ".so" ? jit::cached_shared_object(key) : std::nullopt;
+  if (!path) return std::nullopt;
+  runtime::ModuleObject o;
+  o.ok = true;
+  o.path = *path;
+  o.cache_key = key, o.cache_suffix = suffix;
   return o;
 }
 

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "runtime/shader_module.hpp"
@@ -15,6 +17,8 @@ extern const char* const bronze_metal_cpu_h;  // backends/cpu/metal/bronze_metal
 namespace bronze::cpu {
 
 runtime::ModuleObject build_module(const runtime::ModuleSource& src);
+// The object build_module cached under (key, suffix), if the cache has it.
+std::optional<runtime::ModuleObject> cached_module(const std::string& key, const std::string& suffix);
 // Fills each kernel's entry, layout table and static threadgroup bytes. The
 // object's symbols are read and `check`ed from its bytes before dlopen, so a
 // refused object has run none of its code (nor reached the cache). The

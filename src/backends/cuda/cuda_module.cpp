@@ -28,7 +28,19 @@ runtime::ModuleObject build_module(const runtime::ModuleSource& src) {
   o.diagnostics = std::move(r.log);
   o.image = std::move(r.image);
   o.lowered = std::move(r.lowered);
+  o.cache_key = std::move(r.cache_key);
+  o.cache_suffix = std::move(r.cache_suffix);
   o.static_shared_overflow = !r.ok && o.diagnostics.find("too much shared data") != std::string::npos;  // ptxas's words
+  return o;
+}
+
+std::optional<runtime::ModuleObject> cached_module(const std::string& key, const std::string& suffix) {
+  std::optional<std::vector<char>> image = nvrtc_cached(key, suffix);
+  if (!image) return std::nullopt;
+  runtime::ModuleObject o;
+  o.ok = true;
+  o.image = std::move(*image);
+  o.cache_key = key, o.cache_suffix = suffix;
   return o;
 }
 

@@ -4,6 +4,9 @@
 // Kernel threads run on the code of metal/bronze_metal_cuda.h.
 #pragma once
 
+#include <optional>
+#include <string>
+
 #include "runtime/shader_module.hpp"
 
 namespace bronze::embedded {
@@ -13,5 +16,7 @@ extern const char* const bronze_metal_cuda_h;  // backends/cuda/metal/bronze_met
 namespace bronze::cuda {
 
 runtime::ModuleObject build_module(const runtime::ModuleSource& src);
+// The image build_module cached under (key, suffix), if the cache has it.
+std::optional<runtime::ModuleObject> cached_module(const std::string& key, const std::string& suffix);
 
 }  // namespace bronze::cuda

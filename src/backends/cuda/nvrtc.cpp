@@ -88,12 +88,10 @@ NvrtcResult nvrtc_compile(const NvrtcRequest& rq) {
   auto& cache = jit::DiskCache::instance();
   NvrtcResult out;
   if (cacheable) {
-    if (auto hit = cache.lookup(k, suffix)) {
+    if (auto hit = nvrtc_cached(k, suffix)) {
       out.ok = true;
-      if (rq.syntax_only) return out;
-      std::ifstream f(*hit, std::ios::binary);
-      out.image.assign(std::istreambuf_iterator<char>(f), {});
-      out.image.resize(out.image.size() - 36);  // the cache's checksum trailer
+      out.image = std::move(*hit);
+      out.cache_key = k, out.cache_suffix = suffix;
       return out;
     }
   }
@@ -136,9 +134,20 @@ NvrtcResult nvrtc_compile(const NvrtcRequest& rq) {
     std::string tmp = dir + "/module" + suffix;
     std::ofstream(tmp, std::ios::binary).write(out.image.data(), static_cast<std::streamsize>(out.image.size()));
     if (cache.store(k, suffix, tmp) == tmp) ::remove(tmp.c_str());  // no cache: nothing to keep
+    else out.cache_key = k, out.cache_suffix = suffix;
     ::remove(dir.c_str());
   }
   return out;
+}
+
+std::optional<std::vector<char>> nvrtc_cached(const std::string& key, const std::string& suffix) {
+  auto hit = jit::DiskCache::instance().lookup(key, suffix);
+  if (!hit) return std::nullopt;
+  std::ifstream f(*hit, std::ios::binary);
+  std::vector<char> image(std::istreambuf_iterator<char>(f), {});
+  if (image.size() < 36) return std::nullopt;  // replaced since the lookup
+  image.resize(image.size() - 36);              // the cache's checksum trailer
+  return image;
 }
 
 std::vector<char> compile_cubin(const std::string& source,

@@ -2,6 +2,7 @@
 // (compute_XY) through bronze's content-addressed disk cache.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,6 +29,7 @@ struct NvrtcRequest {
 
 struct NvrtcResult {
   bool ok = false;
+  std::string cache_key, cache_suffix;  // its compile cache entry, where it is cached
   std::vector<char> image;             // cubin, or PTX text with its terminating NUL
   std::string log;                     // the compiler's messages (errors when !ok)
   std::vector<std::string> lowered;    // one per name expression
@@ -35,6 +37,8 @@ struct NvrtcResult {
 
 // Throws NotSupportedError without NVRTC; compile errors are in the result.
 NvrtcResult nvrtc_compile(const NvrtcRequest& request);
+// The image nvrtc_compile cached under (key, suffix), if the cache has it.
+std::optional<std::vector<char>> nvrtc_cached(const std::string& key, const std::string& suffix);
 
 // bronze's own kernels: the cubin, or ShaderCompileError with the log.
 std::vector<char> compile_cubin(const std::string& source,

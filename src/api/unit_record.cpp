@@ -1,0 +1,175 @@
+#include "api/unit_record.hpp"
+
+#include <dlfcn.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "jit/disk_cache.hpp"
+#include "jit/files.hpp"
+#include "jit/sha256.hpp"
+
+namespace bronze::detail {
+namespace {
+
+// This build of bronze: the file its code was loaded from, its size and
+// time (a rebuilt or reinstalled bronze generates code anew).
+const std::string& bronze_build() {
+  static const std::string id = [] {
+    Dl_info info{};
+    struct stat st {};
+    if (!dladdr(reinterpret_cast<void*>(&unit_record_key), &info) || !info.dli_fname ||
+        ::stat(info.dli_fname, &st) != 0)
+      return std::string("unknown");
+    return std::string(info.dli_fname) + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
+  }();
+  return id;
+}
+
+// Strings as "<length>:<bytes>", numbers as decimals, each followed by a space.
+class Writer {
+ public:
+  Writer& str(const std::string& s) {
+    out += std::to_string(s.size()) + ":" + s + " ";
+    return *this;
+  }
+  Writer& num(long long v) {
+    out += std::to_string(v) + " ";
+    return *this;
+  }
+  std::string out;
+};
+
+// Reads what Writer wrote; any mismatch makes ok false (the record is then
+// not used: another bronze's, or damaged past the cache's checksum).
+class Reader {
+ public:
+  explicit Reader(const std::string& in) : in_(in) {}
+  long long num() {
+    char* end = nullptr;
+    const long long v = std::strtoll(in_.c_str() + at_, &end, 10);
+    if (end == in_.c_str() + at_ || *end != ' ') ok = false;
+    at_ = ok ? static_cast<std::size_t>(end - in_.c_str()) + 1 : in_.size();
+    return v;
+  }
+  std::string str() {
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(in_.c_str() + at_, &end, 10);
+    const std::size_t b = static_cast<std::size_t>(end - in_.c_str()) + 1;
+    if (!ok || *end != ':' || n >= in_.size() || b + n >= in_.size() || in_[b + n] != ' ') {
+      ok = false;
+      at_ = in_.size();
+      return {};
+    }
+    at_ = b + n + 1;
+    return in_.substr(b, n);
+  }
+  bool ok = true;
+
+ private:
+  const std::string& in_;
+  std::size_t at_ = 0;
+};
+
+constexpr const char* kFormat = "bronze-unit-record-1";
+
+void store(const std::string& key, const std::string& suffix, const std::string& data) {
+  jit::DiskCache& cache = jit::DiskCache::instance();
+  if (!cache.writable()) return;
+  const std::string dir = cache.make_work_dir(), tmp = dir + "/record";
+  try {
+    jit::write_file(tmp, data);
+    cache.store(key, suffix, tmp);
+  } catch (const std::exception&) {  // a record is only a shortcut: the unit is read again without it
+  }
+  jit::remove_tree(dir);
+}
+
+std::optional<std::string> load(const std::string& key, const std::string& suffix) {
+  auto hit = jit::DiskCache::instance().lookup(key, suffix);
+  std::string data;
+  if (!hit || !jit::read_file(*hit, data) || data.size() < 36) return std::nullopt;
+  data.resize(data.size() - 36);  // the cache's checksum trailer
+  return data;
+}
+
+std::string kernel_object_key(const std::string& unit_key, std::size_t k) {
+  return jit::sha256_hex(unit_key + ":kernel:" + std::to_string(k));
+}
+
+}  // namespace
+
+std::string unit_record_key(const std::string& unit, const std::string& target, bool validate,
+                            const std::string& compiler) {
+  jit::Sha256 h;
+  for (const std::string& part : {std::string(kFormat), bronze_build(), target, std::string(validate ? "1" : "0"),
+                                  compiler})
+    h.update(part).update("\0", 1);
+  return h.update(unit).hex();
+}
+
+std::optional<UnitRecord> read_unit_record(const std::string& key) {
+  std::optional<std::string> data = load(key, ".unit");
+  if (!data) return std::nullopt;
+  Reader r(*data);
+  UnitRecord rec;
+  if (r.str() != kFormat) return std::nullopt;
+  rec.no_kernels_why = r.str();
+  rec.checked_buffers = r.num() != 0;
+  const long long n = r.num();
+  for (long long k = 0; r.ok && k < n; ++k) {
+    KernelInfo& ki = rec.kernels.emplace_back();
+    ki.name = r.str();
+    ki.cooperative = r.num() != 0;
+    ki.line = static_cast<int>(r.num());
+    const long long params = r.num();
+    for (long long i = 0; r.ok && i < params; ++i) {
+      KernelParam& p = ki.params.emplace_back();
+      p.name = r.str();
+      p.kind = static_cast<ParamKind>(r.num());
+      p.type = r.str();
+      p.read_only = r.num() != 0;
+      p.binding = static_cast<int>(r.num());
+      p.index = static_cast<int>(r.num());
+      p.attribute = r.str();
+      p.size = static_cast<std::size_t>(r.num());
+      p.by_value = r.num() != 0;
+      p.line = static_cast<int>(r.num());
+    }
+    const long long bound = r.num();
+    for (long long i = 0; r.ok && i < bound; ++i) ki.bound.push_back(static_cast<int>(r.num()));
+  }
+  if (!r.ok) return std::nullopt;
+  return rec;
+}
+
+void write_unit_record(const std::string& key, const UnitRecord& rec) {
+  Writer w;
+  w.str(kFormat).str(rec.no_kernels_why).num(rec.checked_buffers).num(static_cast<long long>(rec.kernels.size()));
+  for (const KernelInfo& ki : rec.kernels) {
+    w.str(ki.name).num(ki.cooperative).num(ki.line).num(static_cast<long long>(ki.params.size()));
+    for (const KernelParam& p : ki.params)
+      w.str(p.name).num(static_cast<int>(p.kind)).str(p.type).num(p.read_only).num(p.binding).num(p.index)
+          .str(p.attribute).num(static_cast<long long>(p.size)).num(p.by_value).num(p.line);
+    w.num(static_cast<long long>(ki.bound.size()));
+    for (int b : ki.bound) w.num(b);
+  }
+  store(key, ".unit", w.out);
+}
+
+std::optional<std::pair<std::string, std::string>> read_kernel_object(const std::string& unit_key, std::size_t k) {
+  std::optional<std::string> data = load(kernel_object_key(unit_key, k), ".ref");
+  if (!data) return std::nullopt;
+  Reader r(*data);
+  std::string key = r.str(), suffix = r.str();
+  if (!r.ok) return std::nullopt;
+  return std::make_pair(key, suffix);
+}
+
+void write_kernel_object(const std::string& unit_key, std::size_t k, const std::string& key,
+                         const std::string& suffix) {
+  store(kernel_object_key(unit_key, k), ".ref", Writer().str(key).str(suffix).out);
+}
+
+}  // namespace bronze::detail
