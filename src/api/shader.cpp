@@ -221,6 +221,7 @@ std::vector<runtime::ModuleObject> build_module(const backends::ShaderBackend& b
     runtime::ModuleSource src = shader::module_source(tu, ps, options, backend.generate(tu.text, ps, options));
     src.gpu_arch = plan.arch;
     src.ptx = plan.ptx;
+    src.one_of_many = n > 1;
     return backend.build(src);
   };
   auto build_parts = [&] {

@@ -3,11 +3,10 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
-#include <cstdlib>
-#include <cstring>
 
 #include "jit/disk_cache.hpp"
 #include "jit/files.hpp"
+#include "jit/serial.hpp"
 #include "jit/sha256.hpp"
 
 namespace bronze::detail {
@@ -26,51 +25,6 @@ const std::string& bronze_build() {
   }();
   return id;
 }
-
-// Strings as "<length>:<bytes>", numbers as decimals, each followed by a space.
-class Writer {
- public:
-  Writer& str(const std::string& s) {
-    out += std::to_string(s.size()) + ":" + s + " ";
-    return *this;
-  }
-  Writer& num(long long v) {
-    out += std::to_string(v) + " ";
-    return *this;
-  }
-  std::string out;
-};
-
-// Reads what Writer wrote; any mismatch makes ok false (the record is then
-// not used: another bronze's, or damaged past the cache's checksum).
-class Reader {
- public:
-  explicit Reader(const std::string& in) : in_(in) {}
-  long long num() {
-    char* end = nullptr;
-    const long long v = std::strtoll(in_.c_str() + at_, &end, 10);
-    if (end == in_.c_str() + at_ || *end != ' ') ok = false;
-    at_ = ok ? static_cast<std::size_t>(end - in_.c_str()) + 1 : in_.size();
-    return v;
-  }
-  std::string str() {
-    char* end = nullptr;
-    const unsigned long long n = std::strtoull(in_.c_str() + at_, &end, 10);
-    const std::size_t b = static_cast<std::size_t>(end - in_.c_str()) + 1;
-    if (!ok || *end != ':' || n >= in_.size() || b + n >= in_.size() || in_[b + n] != ' ') {
-      ok = false;
-      at_ = in_.size();
-      return {};
-    }
-    at_ = b + n + 1;
-    return in_.substr(b, n);
-  }
-  bool ok = true;
-
- private:
-  const std::string& in_;
-  std::size_t at_ = 0;
-};
 
 constexpr const char* kFormat = "bronze-unit-record-1";
 
@@ -112,7 +66,7 @@ std::string unit_record_key(const std::string& unit, const std::string& target, 
 std::optional<UnitRecord> read_unit_record(const std::string& key) {
   std::optional<std::string> data = load(key, ".unit");
   if (!data) return std::nullopt;
-  Reader r(*data);
+  jit::RecordReader r(*data);
   UnitRecord rec;
   if (r.str() != kFormat) return std::nullopt;
   rec.no_kernels_why = r.str();
@@ -145,7 +99,7 @@ std::optional<UnitRecord> read_unit_record(const std::string& key) {
 }
 
 void write_unit_record(const std::string& key, const UnitRecord& rec) {
-  Writer w;
+  jit::RecordWriter w;
   w.str(kFormat).str(rec.no_kernels_why).num(rec.checked_buffers).num(static_cast<long long>(rec.kernels.size()));
   for (const KernelInfo& ki : rec.kernels) {
     w.str(ki.name).num(ki.cooperative).num(ki.line).num(static_cast<long long>(ki.params.size()));
@@ -161,7 +115,7 @@ void write_unit_record(const std::string& key, const UnitRecord& rec) {
 std::optional<std::pair<std::string, std::string>> read_kernel_object(const std::string& unit_key, std::size_t k) {
   std::optional<std::string> data = load(kernel_object_key(unit_key, k), ".ref");
   if (!data) return std::nullopt;
-  Reader r(*data);
+  jit::RecordReader r(*data);
   std::string key = r.str(), suffix = r.str();
   if (!r.ok) return std::nullopt;
   return std::make_pair(key, suffix);
@@ -169,7 +123,7 @@ std::optional<std::pair<std::string, std::string>> read_kernel_object(const std:
 
 void write_kernel_object(const std::string& unit_key, std::size_t k, const std::string& key,
                          const std::string& suffix) {
-  store(kernel_object_key(unit_key, k), ".ref", Writer().str(key).str(suffix).out);
+  store(kernel_object_key(unit_key, k), ".ref", jit::RecordWriter().str(key).str(suffix).out);
 }
 
 }  // namespace bronze::detail

@@ -552,6 +552,8 @@ std::string compile_in(const HostCompiler& cc, const std::string& work, const st
 }
 }  // namespace
 
+int run_helper(const std::vector<std::string>& argv, std::string& messages) { return run(argv, messages); }
+
 std::optional<std::string> cached_shared_object(const std::string& key) {
   // What is loaded is a pin of the entry: another process's trim may remove
   // the entry before the dlopen (then, before the pin: built again).

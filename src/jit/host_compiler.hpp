@@ -98,6 +98,10 @@ struct BuildResult {
 // object is cached: what it throws propagates and leaves nothing cached.
 // A failed build by a compiler that cannot build even works()'s unit throws
 // NotSupportedError saying so instead of returning the diagnostics.
+// Runs a program bronze ships (argv[0], a path; bronze-nvrtc) as the
+// compiler runs, under the same limits: its exit status, and its output in
+// `messages`. Throws Interrupted when interrupted, ShaderCompileError past a limit.
+int run_helper(const std::vector<std::string>& argv, std::string& messages);
 // The shared object cached under `key` (build_shared_object's BuildResult::key),
 // pinned for loading as a hit is; nullopt when the cache has none.
 std::optional<std::string> cached_shared_object(const std::string& key);

@@ -42,6 +42,10 @@ struct ModuleSource {
   // of its whole unit before each kernel is built on first use. A pass
   // is an ok ModuleObject without a path or image.
   bool check_only = false;
+  // Built at the same time as other parts of its unit: a backend whose
+  // compiler runs one build at a time per process (NVRTC) builds it in a
+  // process of its own.
+  bool one_of_many = false;
   // CPU: called with the compiler's stack-usage report before the object is
   // cached; what it throws leaves nothing cached.
   std::function<void(const std::string&)> check_stack;

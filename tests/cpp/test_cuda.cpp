@@ -117,3 +117,34 @@ TEST(CudaKernels, GeneratedSourcesCompileWithNvrtc) {
     EXPECT_GT(cubin.size(), 100u);
   }
 }
+
+// bronze-nvrtc's files (backends/cuda/nvrtc_worker.cpp): a request and a
+// result read back as written, any bytes included; a cut file is refused.
+TEST(NvrtcWorker, RequestAndResultRoundTrip) {
+  bronze::cuda::NvrtcRequest rq;
+  rq.source = std::string("kernel\0with a NUL 12:34 ", 24);
+  rq.filename = "a b.cu";
+  rq.headers = {{"h.h", "#define X 1\n"}, {"", ""}};
+  rq.arch = 90;
+  rq.ptx = true;
+  rq.syntax_only = true;
+  rq.options = {"-lineinfo", "--ftz=true"};
+  const std::string data = bronze::cuda::encode_request(rq);
+  auto back = bronze::cuda::decode_request(data);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->source, rq.source);
+  EXPECT_EQ(back->filename, rq.filename);
+  EXPECT_EQ(back->headers, rq.headers);
+  EXPECT_EQ(back->options, rq.options);
+  EXPECT_TRUE(back->arch == 90 && back->ptx && back->syntax_only);
+  EXPECT_FALSE(bronze::cuda::decode_request(data.substr(0, data.size() - 3)));
+  bronze::cuda::NvrtcResult r;
+  r.ok = true;
+  r.log = "warning: x";
+  r.image = {'\x7f', 'E', 'L', 'F', '\0', ' ', ':'};
+  auto result = bronze::cuda::decode_result(bronze::cuda::encode_result(r));
+  ASSERT_TRUE(result);
+  EXPECT_TRUE(result->ok);
+  EXPECT_EQ(result->log, r.log);
+  EXPECT_EQ(result->image, r.image);
+}

@@ -185,3 +185,13 @@ def test_a_build_killed_midway_leaves_the_cache_usable(tmp_path):
         p.communicate()
     after = result(call_in_process(tmp_path, src, "k9"))
     assert after["x"] == [9.0] * 4
+
+
+def test_the_nvrtc_worker_ships_beside_the_extension():
+    # NVRTC runs one compile at a time per process: the parts of a unit
+    # built at once each compile in a bronze-nvrtc process, found beside
+    # bronze._C (backends/cuda/nvrtc.cpp). It is bronze's own program.
+    worker = os.path.join(os.path.dirname(bronze._C.__file__), "bronze-nvrtc")
+    assert os.access(worker, os.X_OK)
+    p = subprocess.run([worker], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "usage: bronze-nvrtc" in p.stderr

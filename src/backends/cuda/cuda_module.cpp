@@ -22,6 +22,7 @@ runtime::ModuleObject build_module(const runtime::ModuleSource& src) {
     rq.options.insert(rq.options.end(), {"-DBRONZE_FAST_MATH", "--ftz=true", "--prec-div=false", "--prec-sqrt=false"});
   rq.name_expressions = src.name_expressions;
   rq.syntax_only = src.check_only;
+  rq.in_worker = src.one_of_many;
   NvrtcResult r = nvrtc_compile(rq);
   runtime::ModuleObject o;
   o.ok = r.ok;

@@ -1,6 +1,7 @@
 #include "backends/cuda/nvrtc.hpp"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -9,6 +10,10 @@
 #include "backends/cuda/toolkit_paths.hpp"
 #include "bronze/error.hpp"
 #include "jit/disk_cache.hpp"
+#include "jit/files.hpp"
+#include "jit/host_compiler.hpp"
+#include "jit/interrupt.hpp"
+#include "jit/serial.hpp"
 #include "jit/sha256.hpp"
 
 namespace bronze::cuda {
@@ -68,33 +73,102 @@ const Nvrtc& lib() {
 bool nvrtc_available() { return lib().version != nullptr; }
 std::string nvrtc_status() { return lib().status; }
 
-NvrtcResult nvrtc_compile(const NvrtcRequest& rq) {
-  const Nvrtc& n = lib();
-  if (!n.version) throw NotSupportedError("CUDA kernels need NVRTC: " + n.status);
+namespace {
+// The options NVRTC gets for a request.
+std::vector<std::string> options(const NvrtcRequest& rq) {
   std::vector<std::string> opts = {std::string(rq.ptx ? "--gpu-architecture=compute_" : "--gpu-architecture=sm_") +
                                        std::to_string(rq.arch),
                                    "--std=c++17", "-default-device", "--split-compile=0"};
   opts.insert(opts.end(), rq.options.begin(), rq.options.end());
   if (rq.syntax_only) opts.push_back("--fdevice-syntax-only");
-  // The key covers everything the output depends on: compiler, options,
-  // every header's text, the source and its name (it appears in #line).
-  jit::Sha256 key;
-  key.update("bronze-nvrtc-2").update(n.identity).update(rq.filename).update("\0", 1);
-  for (const auto& o : opts) key.update(o).update("\0", 1);
-  for (const auto& [name, text] : rq.headers) key.update(name).update("\0", 1).update(text).update("\0", 1);
-  key.update(rq.source);
-  const std::string k = key.hex(), suffix = rq.syntax_only ? ".checked" : rq.ptx ? ".ptx" : ".cubin";
-  const bool cacheable = rq.name_expressions.empty();
-  auto& cache = jit::DiskCache::instance();
-  NvrtcResult out;
-  if (cacheable) {
-    if (auto hit = nvrtc_cached(k, suffix)) {
-      out.ok = true;
-      out.image = std::move(*hit);
-      out.cache_key = k, out.cache_suffix = suffix;
-      return out;
-    }
+  return opts;
+}
+
+}  // namespace
+
+std::string encode_request(const NvrtcRequest& rq) {
+  jit::RecordWriter w;
+  w.str(rq.source).str(rq.filename).num(rq.arch).num(rq.ptx).num(rq.syntax_only);
+  w.num(static_cast<long long>(rq.headers.size()));
+  for (const auto& [name, text] : rq.headers) w.str(name).str(text);
+  w.num(static_cast<long long>(rq.options.size()));
+  for (const auto& o : rq.options) w.str(o);
+  return w.out;
+}
+
+std::optional<NvrtcRequest> decode_request(const std::string& in) {
+  jit::RecordReader r(in);
+  NvrtcRequest rq;
+  rq.source = r.str();
+  rq.filename = r.str();
+  rq.arch = static_cast<int>(r.num());
+  rq.ptx = r.num() != 0;
+  rq.syntax_only = r.num() != 0;
+  for (long long i = 0, n = r.num(); r.ok && i < n; ++i) {
+    std::string name = r.str();
+    rq.headers.emplace_back(std::move(name), r.str());
   }
+  for (long long i = 0, n = r.num(); r.ok && i < n; ++i) rq.options.push_back(r.str());
+  if (!r.ok) return std::nullopt;
+  return rq;
+}
+
+std::string encode_result(const NvrtcResult& r) {
+  return jit::RecordWriter().num(r.ok).str(r.log).str(std::string(r.image.begin(), r.image.end())).out;
+}
+
+std::optional<NvrtcResult> decode_result(const std::string& in) {
+  jit::RecordReader r(in);
+  NvrtcResult out;
+  out.ok = r.num() != 0;
+  out.log = r.str();
+  const std::string image = r.str();
+  out.image.assign(image.begin(), image.end());
+  if (!r.ok) return std::nullopt;
+  return out;
+}
+
+namespace {
+// bronze-nvrtc beside the module bronze's code was loaded from (the Python
+// package's folder), if it is there.
+const std::string& worker_path() {
+  static const std::string path = [] {
+    Dl_info info{};
+    if (!dladdr(reinterpret_cast<void*>(&nvrtc_run), &info) || !info.dli_fname) return std::string();
+    std::string dir = info.dli_fname;
+    dir = dir.substr(0, dir.rfind('/') + 1);
+    const std::string worker = dir + "bronze-nvrtc";
+    return ::access(worker.c_str(), X_OK) == 0 ? worker : std::string();
+  }();
+  return path;
+}
+
+// The request compiled by bronze-nvrtc; nullopt when the worker did not
+// answer (then the caller compiles here).
+std::optional<NvrtcResult> run_in_worker(const NvrtcRequest& rq) {
+  auto& cache = jit::DiskCache::instance();
+  const std::string dir = cache.make_work_dir(), request = dir + "/request", result = dir + "/result";
+  std::optional<NvrtcResult> out;
+  try {
+    jit::write_file(request, encode_request(rq));
+    std::string messages, data;
+    if (jit::run_helper({worker_path(), request, result}, messages) == 0 && jit::read_file(result, data))
+      out = decode_result(data);
+  } catch (const jit::Interrupted&) {
+    jit::remove_tree(dir);
+    throw;
+  } catch (const Error&) {  // not started, past a limit: compiled here instead
+  }
+  jit::remove_tree(dir);
+  return out;
+}
+}  // namespace
+
+NvrtcResult nvrtc_run(const NvrtcRequest& rq) {
+  const Nvrtc& n = lib();
+  if (!n.version) throw NotSupportedError("CUDA kernels need NVRTC: " + n.status);
+  const std::vector<std::string> opts = options(rq);
+  NvrtcResult out;
   std::vector<const char*> hsrc, hname, copts;
   for (const auto& [name, text] : rq.headers) {
     hname.push_back(name.c_str());
@@ -129,7 +203,35 @@ NvrtcResult nvrtc_compile(const NvrtcRequest& rq) {
   }
   n.destroy(&prog);
   out.ok = true;
+  return out;
+}
+
+NvrtcResult nvrtc_compile(const NvrtcRequest& rq) {
+  const Nvrtc& n = lib();
+  if (!n.version) throw NotSupportedError("CUDA kernels need NVRTC: " + n.status);
+  // The key covers everything the output depends on: compiler, options,
+  // every header's text, the source and its name (it appears in #line).
+  jit::Sha256 key;
+  key.update("bronze-nvrtc-2").update(n.identity).update(rq.filename).update("\0", 1);
+  for (const auto& o : options(rq)) key.update(o).update("\0", 1);
+  for (const auto& [name, text] : rq.headers) key.update(name).update("\0", 1).update(text).update("\0", 1);
+  key.update(rq.source);
+  const std::string k = key.hex(), suffix = rq.syntax_only ? ".checked" : rq.ptx ? ".ptx" : ".cubin";
+  const bool cacheable = rq.name_expressions.empty();
+  auto& cache = jit::DiskCache::instance();
   if (cacheable) {
+    if (auto hit = nvrtc_cached(k, suffix)) {
+      NvrtcResult out;
+      out.ok = true;
+      out.image = std::move(*hit);
+      out.cache_key = k, out.cache_suffix = suffix;
+      return out;
+    }
+  }
+  std::optional<NvrtcResult> worked;
+  if (rq.in_worker && cacheable && !worker_path().empty()) worked = run_in_worker(rq);
+  NvrtcResult out = worked ? std::move(*worked) : nvrtc_run(rq);
+  if (out.ok && cacheable) {
     std::string dir = cache.make_work_dir();
     std::string tmp = dir + "/module" + suffix;
     std::ofstream(tmp, std::ios::binary).write(out.image.data(), static_cast<std::streamsize>(out.image.size()));

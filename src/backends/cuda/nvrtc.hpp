@@ -25,6 +25,10 @@ struct NvrtcRequest {
   // The front end's semantic analysis alone (--fdevice-syntax-only): no
   // image; a pass is remembered in the disk cache.
   bool syntax_only = false;
+  // Compiled in a bronze-nvrtc process where that program is installed:
+  // NVRTC runs one compile at a time per process, so parts of a unit built
+  // at once each take one (api/shader.cpp: build_module).
+  bool in_worker = false;
 };
 
 struct NvrtcResult {
@@ -37,6 +41,13 @@ struct NvrtcResult {
 
 // Throws NotSupportedError without NVRTC; compile errors are in the result.
 NvrtcResult nvrtc_compile(const NvrtcRequest& request);
+// One compile, here, without the cache (what bronze-nvrtc runs).
+NvrtcResult nvrtc_run(const NvrtcRequest& request);
+// bronze-nvrtc's request (no name expressions) and result files (jit/serial.hpp).
+std::string encode_request(const NvrtcRequest& request);
+std::optional<NvrtcRequest> decode_request(const std::string& data);
+std::string encode_result(const NvrtcResult& result);
+std::optional<NvrtcResult> decode_result(const std::string& data);
 // The image nvrtc_compile cached under (key, suffix), if the cache has it.
 std::optional<std::vector<char>> nvrtc_cached(const std::string& key, const std::string& suffix);
 
