@@ -300,9 +300,10 @@ void check_table(const KernelInfo& reflected, const runtime::ModuleKernel& m) {
 // A library of a Metal unit's kernels on device d (`kernels`: as the
 // parser reflects them, the first being the unit's kernel `first`), none
 // loaded yet (load_parts, set_kernel).
-std::shared_ptr<detail::LibraryImpl> unit_library(const Device& d, const std::string& unit, std::vector<KernelInfo> kernels,
-                                                  std::size_t first, const std::string& no_kernels_why) {
-  auto lib = new_library(d, unit, jit::sha256_hex(unit));
+std::shared_ptr<detail::LibraryImpl> unit_library(const Device& d, const std::string& unit, const std::string& unit_hash,
+                                                  std::vector<KernelInfo> kernels, std::size_t first,
+                                                  const std::string& no_kernels_why) {
+  auto lib = new_library(d, unit, unit_hash);
   lib->no_kernels_why = no_kernels_why;
   lib->first_kernel = first;
   lib->restricted = d.type == DeviceType::CUDA;
@@ -323,7 +324,7 @@ std::shared_ptr<detail::LibraryImpl> unit_library(const Device& d, const std::st
   kernels = kernels.within(ps);
   std::vector<KernelInfo> infos;
   for (std::size_t k = kernels.first; k < kernels.last; ++k) infos.push_back(ps.kernels[k].info);
-  return unit_library(d, unit, std::move(infos), kernels.first, ps.no_kernels_why);
+  return unit_library(d, unit, jit::sha256_hex(unit), std::move(infos), kernels.first, ps.no_kernels_why);
 }
 
 // Loads the objects of lib's kernels in range (unit indices; the parts
@@ -379,10 +380,11 @@ std::shared_ptr<detail::LibraryImpl> load_unit(const Device& d, const std::strin
 constexpr std::size_t kEagerKernels = 8;
 
 // The library of a checked unit (lazy: each kernel built on first use).
-std::shared_ptr<detail::LibraryImpl> lazy_library(const Device& d, const shader::TranslationUnit& tu, bool validate,
-                                                  detail::UnitRecord record, std::string record_key) {
+std::shared_ptr<detail::LibraryImpl> lazy_library(const Device& d, const shader::TranslationUnit& tu,
+                                                  const std::string& unit_hash, bool validate, detail::UnitRecord record,
+                                                  std::string record_key) {
   const bool checked_buffers = record.checked_buffers;
-  auto lib = unit_library(d, tu.text, std::move(record.kernels), 0, record.no_kernels_why);
+  auto lib = unit_library(d, tu.text, unit_hash, std::move(record.kernels), 0, record.no_kernels_why);
   lib->validate = validate;
   lib->lazy = std::make_unique<detail::LibraryImpl::Lazy>(lib->kernels.size());
   lib->lazy->unit = tu;
@@ -403,12 +405,13 @@ std::shared_ptr<detail::LibraryImpl> build_unit(const Device& d, const shader::T
   BuildPlan plan;
   plan.validate = validate;
   plan.arch = runtime::device_impl(d).gpu_arch();
+  const std::string unit_hash = jit::sha256_hex(tu.text);
   std::string record_key;
   if (only.empty()) {
-    record_key = detail::unit_record_key(tu.text, d.type == DeviceType::CUDA ? cubin_target(plan.arch) : "cpu", validate,
-                                         backend.compiler_identity());
+    record_key = detail::unit_record_key(unit_hash, d.type == DeviceType::CUDA ? cubin_target(plan.arch) : "cpu",
+                                         validate, backend.compiler_identity());
     if (auto record = detail::read_unit_record(record_key))
-      return lazy_library(d, tu, validate, std::move(*record), std::move(record_key));
+      return lazy_library(d, tu, unit_hash, validate, std::move(*record), std::move(record_key));
   }
   shader::ParsedSource ps = shader::parse(tu.text, tu.files.empty() ? "shader.metal" : tu.files[0].name);
   if (!only.empty()) {
@@ -429,7 +432,7 @@ std::shared_ptr<detail::LibraryImpl> build_unit(const Device& d, const shader::T
   record.no_kernels_why = ps.no_kernels_why;
   record.checked_buffers = plan.checked_buffers;
   detail::write_unit_record(record_key, record);
-  auto lib = lazy_library(d, tu, validate, std::move(record), std::move(record_key));
+  auto lib = lazy_library(d, tu, unit_hash, validate, std::move(record), std::move(record_key));
   lib->lazy->parse(std::move(ps));
   return lib;
 }

@@ -54,13 +54,13 @@ std::string kernel_object_key(const std::string& unit_key, std::size_t k) {
 
 }  // namespace
 
-std::string unit_record_key(const std::string& unit, const std::string& target, bool validate,
+std::string unit_record_key(const std::string& unit_hash, const std::string& target, bool validate,
                             const std::string& compiler) {
   jit::Sha256 h;
   for (const std::string& part : {std::string(kFormat), bronze_build(), target, std::string(validate ? "1" : "0"),
-                                  compiler})
+                                  compiler, unit_hash})
     h.update(part).update("\0", 1);
-  return h.update(unit).hex();
+  return h.hex();
 }
 
 std::optional<UnitRecord> read_unit_record(const std::string& key) {

@@ -24,9 +24,10 @@ struct UnitRecord {
 };
 
 // The key of a unit's record: the preprocessed unit (all its includes'
-// text), the target ("cpu", "cuda-sm_90"), validate, the compiler that
-// checks and builds it, and this build of bronze (its code generation).
-std::string unit_record_key(const std::string& unit, const std::string& target, bool validate,
+// text; `unit_hash` its SHA-256), the target ("cpu", "cuda-sm_90"),
+// validate, the compiler that checks and builds it, and this build of
+// bronze (its code generation).
+std::string unit_record_key(const std::string& unit_hash, const std::string& target, bool validate,
                             const std::string& compiler);
 std::optional<UnitRecord> read_unit_record(const std::string& key);
 void write_unit_record(const std::string& key, const UnitRecord& record);
