@@ -157,7 +157,10 @@ std::optional<NvrtcResult> run_in_worker(const NvrtcRequest& rq) {
   } catch (const jit::Interrupted&) {
     jit::remove_tree(dir);
     throw;
-  } catch (const Error&) {  // not started, past a limit: compiled here instead
+  } catch (const ShaderCompileError&) {  // past the compile's time or memory limit: the build's error
+    jit::remove_tree(dir);
+    throw;
+  } catch (const Error&) {  // not started: compiled here instead
   }
   jit::remove_tree(dir);
   return out;
