@@ -1,8 +1,5 @@
 #include "api/unit_record.hpp"
 
-#include <dlfcn.h>
-#include <sys/stat.h>
-
 
 #include "jit/disk_cache.hpp"
 #include "jit/files.hpp"
@@ -11,20 +8,6 @@
 
 namespace bronze::detail {
 namespace {
-
-// This build of bronze: the file its code was loaded from, its size and
-// time (a rebuilt or reinstalled bronze generates code anew).
-const std::string& bronze_build() {
-  static const std::string id = [] {
-    Dl_info info{};
-    struct stat st {};
-    if (!dladdr(reinterpret_cast<void*>(&unit_record_key), &info) || !info.dli_fname ||
-        ::stat(info.dli_fname, &st) != 0)
-      return std::string("unknown");
-    return std::string(info.dli_fname) + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
-  }();
-  return id;
-}
 
 constexpr const char* kFormat = "bronze-unit-record-1";
 
@@ -57,7 +40,7 @@ std::string kernel_object_key(const std::string& unit_key, std::size_t k) {
 std::string unit_record_key(const std::string& unit_hash, const std::string& target, bool validate,
                             const std::string& compiler) {
   jit::Sha256 h;
-  for (const std::string& part : {std::string(kFormat), bronze_build(), target, std::string(validate ? "1" : "0"),
+  for (const std::string& part : {std::string(kFormat), jit::bronze_build(), target, std::string(validate ? "1" : "0"),
                                   compiler, unit_hash})
     h.update(part).update("\0", 1);
   return h.hex();

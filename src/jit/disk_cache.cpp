@@ -1,6 +1,7 @@
 #include "jit/disk_cache.hpp"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -115,6 +116,17 @@ bool mkdirs(const std::string& path) {
 }
 
 }  // namespace
+
+const std::string& bronze_build() {
+  static const std::string id = [] {
+    Dl_info info{};
+    struct stat st {};
+    if (!dladdr(reinterpret_cast<void*>(&bronze_build), &info) || !info.dli_fname || ::stat(info.dli_fname, &st) != 0)
+      return std::string("unknown");
+    return std::string(info.dli_fname) + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);
+  }();
+  return id;
+}
 
 DiskCache& DiskCache::instance() {
   static DiskCache* c = new DiskCache;

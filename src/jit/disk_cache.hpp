@@ -24,6 +24,11 @@
 
 namespace bronze::jit {
 
+// This build of bronze: the file its code was loaded from, its size and
+// time. Part of the key of entries derived from bronze's own preprocessing
+// or code generation (a rebuilt or reinstalled bronze makes them anew).
+const std::string& bronze_build();
+
 class DiskCache {
  public:
   static DiskCache& instance();

@@ -9,11 +9,13 @@
 #include <cerrno>
 #include <cstdlib>
 #include <map>
+#include <optional>
 
 #include "bronze/error.hpp"
 #include "jit/disk_cache.hpp"
 #include "jit/files.hpp"
 #include "jit/host_compiler.hpp"
+#include "jit/serial.hpp"
 #include "jit/sha256.hpp"
 #include "shader/diagnostics.hpp"
 #include "shader/includes.hpp"
@@ -195,7 +197,77 @@ const std::vector<std::string>& metal_predefined_macros() {
   return m;
 }
 
-TranslationUnit preprocess(const std::string& source, const SourceOptions& o) {
+namespace {
+// A unit preprocessed before, in the compile cache (".pp"), under a key of
+// everything its preprocessing read besides the files it included: the
+// source, the options, the working folder (relative paths), the
+// preprocessor and this build of bronze (its stand-in headers and macros).
+// The files are in the record, each with its SHA-256 (or its absence):
+// the unit is taken only while every one of them is as it was read.
+constexpr const char* kPreprocessedFormat = "bronze-preprocessed-1";
+
+std::string preprocessed_key(const std::string& source, const SourceOptions& o) {
+  const std::string pp = jit::preprocessor_path();
+  char cwd[PATH_MAX];
+  if (pp.empty() || !::getcwd(cwd, sizeof cwd) || !jit::DiskCache::instance().enabled()) return {};
+  jit::RecordWriter w;
+  w.str(kPreprocessedFormat).str(jit::bronze_build()).str(pp).str(jit::probe_compiler(pp).version).str(cwd);
+  w.str(o.filename).str(o.torch_include_dir).str(o.math_mode);
+  for (const auto* pairs : {&o.headers, &o.defines, &o.constants}) {
+    w.num(static_cast<long long>(pairs->size()));
+    for (const auto& [a, b] : *pairs) w.str(a).str(b);
+  }
+  w.num(static_cast<long long>(o.include_dirs.size()));
+  for (const std::string& d : o.include_dirs) w.str(d);
+  return jit::Sha256().update(w.out).update(source).hex();
+}
+
+std::optional<TranslationUnit> recall_preprocessed(const std::string& key) {
+  if (key.empty()) return std::nullopt;
+  auto hit = jit::DiskCache::instance().lookup(key, ".pp");
+  std::string data;
+  if (!hit || !jit::read_file(*hit, data) || data.size() < 36) return std::nullopt;
+  data.resize(data.size() - 36);  // the cache's checksum trailer
+  jit::RecordReader r(data);
+  TranslationUnit tu;
+  tu.text = r.str();
+  for (long long i = 0, n = r.num(); r.ok && i < n; ++i) {
+    std::string name = r.str();
+    SourceFile& f = tu.files.emplace_back(std::move(name), r.str());
+    for (long long k = 0, lines = r.num(); r.ok && k < lines; ++k) f.expanded_lines.insert(static_cast<int>(r.num()));
+  }
+  for (long long i = 0, n = r.num(); r.ok && i < n; ++i) {
+    DiskFile& d = tu.disk_files.emplace_back();
+    d.path = r.str();
+    d.sha256 = r.str();
+  }
+  if (!r.ok) return std::nullopt;
+  for (const DiskFile& d : tu.disk_files)
+    if (!d.unchanged()) return std::nullopt;
+  return tu;
+}
+
+void remember_preprocessed(const std::string& key, const TranslationUnit& tu) {
+  jit::DiskCache& cache = jit::DiskCache::instance();
+  if (key.empty() || !cache.writable()) return;
+  jit::RecordWriter w;
+  w.str(tu.text).num(static_cast<long long>(tu.files.size()));
+  for (const SourceFile& f : tu.files) {
+    w.str(f.name).str(f.text).num(static_cast<long long>(f.expanded_lines.size()));
+    for (int l : f.expanded_lines) w.num(l);
+  }
+  w.num(static_cast<long long>(tu.disk_files.size()));
+  for (const DiskFile& d : tu.disk_files) w.str(d.path).str(d.sha256);
+  const std::string dir = cache.make_work_dir();
+  try {
+    jit::write_file(dir + "/unit", w.out);
+    cache.store(key, ".pp", dir + "/unit");
+  } catch (const std::exception&) {  // only a shortcut: the next compile preprocesses again
+  }
+  jit::remove_tree(dir);
+}
+
+TranslationUnit run_preprocessor(const std::string& source, const SourceOptions& o) {
   std::string base = o.filename.substr(o.filename.find_last_of('/') + 1);
   if (base.empty() || base[0] == '.') base = "shader.metal";
   const std::string shown = printable(o.filename);
@@ -338,6 +410,15 @@ TranslationUnit preprocess(const std::string& source, const SourceOptions& o) {
   out += std::string("#pragma ") + kMathModePragma + " " + math_mode_name(o.math_mode) + "\n";
   for (SourceFile& f : tu.files) f.expanded_lines = std::move(expanded[f.name]);
   tu.text = std::move(out);
+  return tu;
+}
+}  // namespace
+
+TranslationUnit preprocess(const std::string& source, const SourceOptions& o) {
+  const std::string key = preprocessed_key(source, o);
+  if (auto tu = recall_preprocessed(key)) return std::move(*tu);
+  TranslationUnit tu = run_preprocessor(source, o);
+  remember_preprocessed(key, tu);
   return tu;
 }
 

@@ -34,10 +34,11 @@ def run(cache_dir, value, want_stderr=False, **env_extra):
 def test_cold_then_warm_across_processes(tmp_path):
     cache = tmp_path / "cache"
     first = run(cache, "7.0f")
-    assert first["cache"]["enabled"] and first["cache"]["stores"] == 1 and first["cache"]["hits"] == 0
+    # Two entries: the preprocessed unit and its object.
+    assert first["cache"]["enabled"] and first["cache"]["stores"] == 2 and first["cache"]["hits"] == 0
     assert (cache.stat().st_mode & 0o777) == 0o700
     second = run(cache, "7.0f")
-    assert second["cache"]["hits"] == 1 and second["cache"]["stores"] == 0
+    assert second["cache"]["hits"] == 2 and second["cache"]["stores"] == 0
     assert second["x"] == [7.0] * 4
 
 
@@ -73,7 +74,7 @@ def test_an_entry_swapped_for_another_keys_is_rebuilt_never_run(tmp_path, how):
         os.mkfifo(a)  # read without blocking: not a regular file
     again = run(cache, "1.0f")
     assert again["x"] == [1.0] * 4
-    assert again["cache"]["hits"] == 0 and again["cache"]["stores"] == 1
+    assert again["cache"]["hits"] == 1 and again["cache"]["stores"] == 1  # the preprocessed unit hits
 
 
 def test_cache_writable_by_others_is_refused(tmp_path):
@@ -208,7 +209,7 @@ def test_a_relative_cache_folder_is_where_the_process_started(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
                          check=True, timeout=120)
     info = json.loads(out.stdout.splitlines()[-1])
-    assert info["stores"] == 1 and info["dir"] == str(tmp_path / "relcache"), info
+    assert info["stores"] == 2 and info["dir"] == str(tmp_path / "relcache"), info  # the unit and its object
     assert not (tmp_path / "sub" / "relcache").exists()
 
 
@@ -241,8 +242,8 @@ def test_threads_compiling_one_source_share_one_build():
     assert not errors and len(libs) == 8
     after = bronze.cache_info()
     if after["enabled"]:
-        # Looked up once (the unit's record, then its object) and built once.
-        assert after["misses"] - before["misses"] == 2 and after["stores"] - before["stores"] <= 1
+        # Looked up once (the preprocessed unit, the unit's record, its object) and built once.
+        assert after["misses"] - before["misses"] == 3 and after["stores"] - before["stores"] <= 2
 
 
 def test_a_failed_compile_fails_every_thread_waiting_for_it():
@@ -315,3 +316,38 @@ def test_a_full_disk_is_reported_as_such(tmp_path):
                        timeout=300)
     assert "No space left on device" in r.stdout, r.stdout + r.stderr
     assert "the build failed" in r.stdout and "kernel signature" not in r.stdout
+
+
+INCLUDING = """
+import json, sys, bronze
+lib = bronze.compile_shader('#include "v.h"\\nkernel void k(device float* o, uint i [[thread_position_in_grid]]) { o[i] = V; }',
+                            filename=sys.argv[1], include_dirs=sys.argv[2:])
+x = bronze.zeros(2)
+lib.k(x)
+print(json.dumps({"x": x.numpy().tolist(), "cache": bronze.cache_info()}))
+"""
+
+
+def test_a_preprocessed_unit_is_taken_only_while_the_files_it_read_are_as_they_were(tmp_path):
+    # The cache keeps preprocessed units (no preprocessor run for a unit seen
+    # before), keyed by the source and options, with each file looked at:
+    # an edited header, or one that appears earlier in the search, is read again.
+    src, first, second = tmp_path / "src", tmp_path / "first", tmp_path / "second"
+    for d in (src, first, second):
+        d.mkdir()
+    (second / "v.h").write_text("#define V 1.0f\n")
+    env = dict(os.environ, BRONZE_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("BRONZE_CACHE_DISABLE", None)
+
+    def x():
+        out = subprocess.run([sys.executable, "-c", INCLUDING, str(src / "k.metal"), str(first), str(second)], env=env,
+                             capture_output=True, text=True, check=True, timeout=120).stdout
+        r = json.loads(out)
+        return r["x"][0], r["cache"]["hits"]
+
+    assert x() == (1.0, 0)
+    assert x() == (1.0, 2)  # the preprocessed unit and the object
+    (second / "v.h").write_text("#define V 2.0f\n")
+    assert x()[0] == 2.0
+    (first / "v.h").write_text("#define V 3.0f\n")  # found before second's now
+    assert x()[0] == 3.0

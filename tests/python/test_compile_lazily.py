@@ -149,15 +149,17 @@ def result(p):
 def test_a_second_process_finds_the_unit_and_the_kernel_in_the_cache(tmp_path):
     src = unit()
     first = result(call_in_process(tmp_path, src, "k2"))
-    # The check's pass, the unit's record, k2's object and the record's reference to it.
-    assert first["x"] == [2.0] * 4 and first["cache"]["stores"] == 4
+    # The preprocessed unit, the check's pass, the unit's record, k2's object
+    # and the record's reference to it.
+    assert first["x"] == [2.0] * 4 and first["cache"]["stores"] == 5
     second = result(call_in_process(tmp_path, src, "k2"))
     assert second["x"] == [2.0] * 4
-    # The record (no parse, no check), the reference, the object: no code generated.
-    assert second["cache"]["misses"] == 0 and second["cache"]["hits"] == 3 and second["cache"]["stores"] == 0
+    # The preprocessed unit (no preprocessor), the record (no parse, no
+    # check), the reference and the object (no code generated).
+    assert second["cache"]["misses"] == 0 and second["cache"]["hits"] == 4 and second["cache"]["stores"] == 0
     third = result(call_in_process(tmp_path, src, "k4"))  # another kernel: built, the unit found
     assert third["x"] == [4.0] * 4
-    assert third["cache"]["hits"] == 1 and third["cache"]["stores"] == 2
+    assert third["cache"]["hits"] == 2 and third["cache"]["stores"] == 2
 
 
 def test_two_processes_building_one_kernel_both_get_it(tmp_path):

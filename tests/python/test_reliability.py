@@ -151,7 +151,7 @@ def test_two_processes_fill_one_cache_at_once(tmp_path):
     assert len(entries) == 6
     assert not [p for p in (tmp_path / "cache").iterdir() if p.name.startswith("bronze-build")]  # no litter
     third = subprocess.run([sys.executable, "-c", CACHE_FILLER], env=env, capture_output=True, text=True, check=True)
-    assert third.stdout.split() == ["6", "0"]  # every entry valid: all hits
+    assert third.stdout.split() == ["12", "0"]  # every entry valid: all hits (each unit preprocessed, and its object)
     assert outs
 
 
