@@ -17,7 +17,9 @@ struct Device {
 
   Device() = default;
   Device(DeviceType t, int i = 0) : type(t), index(i) {}
-  // "cpu", "cpu:0", "cuda", "cuda:1"; throws ValueError on anything else.
+  // "cpu", "cpu:0", "cuda", "cuda:1"; "mps" (or "mps:0", as torch.mps code
+  // names its GPU) is the default accelerator: cuda:0 where there is a CUDA
+  // device, else cpu:0, said once as a warning. ValueError on anything else.
   static Device parse(const std::string& spec);
   std::string str() const;
   bool operator==(const Device& o) const { return type == o.type && index == o.index; }

@@ -357,3 +357,5 @@ def _specialize(self, name, constants):
 
 
 Library.specialize = _specialize
+
+from . import mps  # noqa: F401,E402  (torch.mps's names, last: it takes compile_shader and the others from here)

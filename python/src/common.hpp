@@ -101,9 +101,11 @@ struct type_caster<std::optional<bronze::Device>> {
       value = nanobind::cast<bronze::Device>(src);
     } else if (PyUnicode_Check(src.ptr())) {
       value = bronze::Device::parse(bronze::py::text_arg(src, "device"));
+    } else if (std::string(Py_TYPE(src.ptr())->tp_name) == "torch.device") {  // torch.device("mps"), ("cuda", 0)
+      value = bronze::Device::parse(nanobind::cast<std::string>(nanobind::str(src)));
     } else {
-      throw bronze::TypeError(std::string("device must be a bronze.device, a str such as 'cpu' or 'cuda:0', or "
-                                          "None; got ") + Py_TYPE(src.ptr())->tp_name);
+      throw bronze::TypeError(std::string("device must be a bronze.device, a str such as 'cpu', 'cuda:0' or 'mps', "
+                                          "a torch.device, or None; got ") + Py_TYPE(src.ptr())->tp_name);
     }
     return true;
   }

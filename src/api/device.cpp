@@ -1,11 +1,13 @@
 #include "bronze/device.hpp"
 
 #include <cctype>
+#include <mutex>
 
 #include "bronze/error.hpp"
 #include "backends/cuda/cublas.hpp"
 #include "backends/cuda/driver_api.hpp"
 #include "backends/cuda/nvrtc.hpp"
+#include "jit/warnings.hpp"
 #include "runtime/device_impl.hpp"
 #include "runtime/nvtx.hpp"
 
@@ -25,7 +27,17 @@ Device Device::parse(const std::string& spec) {
   int i = index.empty() ? 0 : std::stoi(index);
   if (type == "cpu") return Device(DeviceType::CPU, i);
   if (type == "cuda") return Device(DeviceType::CUDA, i);
-  throw ValueError("invalid device '" + spec + "': expected 'cpu', 'cuda' or 'cuda:N'");
+  if (type == "mps") {  // torch.mps code's one GPU: bronze's default accelerator
+    if (i != 0) throw ValueError("invalid device '" + spec + "': torch.mps has one device, 'mps' (or 'mps:0')");
+    const Device d = cuda::device_count() > 0 ? Device(DeviceType::CUDA, 0) : Device(DeviceType::CPU, 0);
+    static std::once_flag said;
+    std::call_once(said, [&] {
+      jit::warn("bronze: device 'mps' is " + d.str() + " here, bronze's default accelerator (the first CUDA device, "
+                "else the CPU)");
+    });
+    return d;
+  }
+  throw ValueError("invalid device '" + spec + "': expected 'cpu', 'cuda', 'cuda:N' or 'mps'");
 }
 
 std::string Device::str() const {

@@ -1,8 +1,6 @@
 #include "api/unit_record.hpp"
 
-
 #include "jit/disk_cache.hpp"
-#include "jit/files.hpp"
 #include "jit/serial.hpp"
 #include "jit/sha256.hpp"
 
@@ -10,26 +8,6 @@ namespace bronze::detail {
 namespace {
 
 constexpr const char* kFormat = "bronze-unit-record-1";
-
-void store(const std::string& key, const std::string& suffix, const std::string& data) {
-  jit::DiskCache& cache = jit::DiskCache::instance();
-  if (!cache.writable()) return;
-  const std::string dir = cache.make_work_dir(), tmp = dir + "/record";
-  try {
-    jit::write_file(tmp, data);
-    cache.store(key, suffix, tmp);
-  } catch (const std::exception&) {  // a record is only a shortcut: the unit is read again without it
-  }
-  jit::remove_tree(dir);
-}
-
-std::optional<std::string> load(const std::string& key, const std::string& suffix) {
-  auto hit = jit::DiskCache::instance().lookup(key, suffix);
-  std::string data;
-  if (!hit || !jit::read_file(*hit, data) || data.size() < 36) return std::nullopt;
-  data.resize(data.size() - 36);  // the cache's checksum trailer
-  return data;
-}
 
 std::string kernel_object_key(const std::string& unit_key, std::size_t k) {
   return jit::sha256_hex(unit_key + ":kernel:" + std::to_string(k));
@@ -47,7 +25,7 @@ std::string unit_record_key(const std::string& unit_hash, const std::string& tar
 }
 
 std::optional<UnitRecord> read_unit_record(const std::string& key) {
-  std::optional<std::string> data = load(key, ".unit");
+  std::optional<std::string> data = jit::DiskCache::instance().read(key, ".unit");
   if (!data) return std::nullopt;
   jit::RecordReader r(*data);
   UnitRecord rec;
@@ -92,11 +70,11 @@ void write_unit_record(const std::string& key, const UnitRecord& rec) {
     w.num(static_cast<long long>(ki.bound.size()));
     for (int b : ki.bound) w.num(b);
   }
-  store(key, ".unit", w.out);
+  jit::DiskCache::instance().write(key, ".unit", w.out);
 }
 
 std::optional<std::pair<std::string, std::string>> read_kernel_object(const std::string& unit_key, std::size_t k) {
-  std::optional<std::string> data = load(kernel_object_key(unit_key, k), ".ref");
+  std::optional<std::string> data = jit::DiskCache::instance().read(kernel_object_key(unit_key, k), ".ref");
   if (!data) return std::nullopt;
   jit::RecordReader r(*data);
   std::string key = r.str(), suffix = r.str();
@@ -106,7 +84,7 @@ std::optional<std::pair<std::string, std::string>> read_kernel_object(const std:
 
 void write_kernel_object(const std::string& unit_key, std::size_t k, const std::string& key,
                          const std::string& suffix) {
-  store(kernel_object_key(unit_key, k), ".ref", jit::RecordWriter().str(key).str(suffix).out);
+  jit::DiskCache::instance().write(kernel_object_key(unit_key, k), ".ref", jit::RecordWriter().str(key).str(suffix).out);
 }
 
 }  // namespace bronze::detail

@@ -256,6 +256,25 @@ std::string DiskCache::store(const std::string& key, const std::string& suffix, 
   return path;
 }
 
+std::optional<std::string> DiskCache::read(const std::string& key, const std::string& suffix) {
+  auto hit = lookup(key, suffix);
+  std::string data;
+  if (!hit || !read_file(*hit, data) || data.size() < kTrailer) return std::nullopt;  // replaced since the lookup
+  data.resize(data.size() - kTrailer);
+  return data;
+}
+
+void DiskCache::write(const std::string& key, const std::string& suffix, const std::string& data) {
+  if (!writable()) return;
+  const std::string dir = make_work_dir(), tmp = dir + "/entry";
+  try {
+    write_file(tmp, data);
+    store(key, suffix, tmp);
+  } catch (const Error&) {
+  }
+  remove_tree(dir);
+}
+
 std::optional<std::string> DiskCache::pin(const std::string& path) {
   std::lock_guard<std::mutex> g(pins_mu_);
   if (!pins_.empty()) {  // those never loaded (a build that failed after it) go when long unused

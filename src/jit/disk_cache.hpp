@@ -44,6 +44,12 @@ class DiskCache {
   // path, or `tmp_path` itself (unchanged) when the cache is off or cannot
   // be written.
   std::string store(const std::string& key, const std::string& suffix, const std::string& tmp_path);
+  // An entry bronze reads itself (a record, an image: not a shared object
+  // to dlopen): its verified content, without the checksum trailer.
+  std::optional<std::string> read(const std::string& key, const std::string& suffix);
+  // `data` as an entry for `key`, when the cache can be written; entries
+  // written so are shortcuts: one that cannot be stored is left out.
+  void write(const std::string& key, const std::string& suffix, const std::string& data);
   // A fresh private directory for a compiler run (inside the cache when on).
   std::string make_work_dir();
   // A name of this process's own for the file at `path` (an entry, or a

@@ -574,11 +574,8 @@ std::string check_source(const std::string& source, const std::vector<std::pair<
   std::vector<std::string> files;
   try {
     std::string messages = compile_in(cc, work, source, headers, flags, "-", files);
-    if (messages.empty()) {  // a pass is an empty entry
-      write_file(work + "/checked", "");
-      if (cache.store(k, ".checked", work + "/checked") == work + "/checked") ::unlink((work + "/checked").c_str());
-    }
     jit::remove_tree(work);
+    if (messages.empty()) cache.write(k, ".checked", "");  // a pass is an empty entry
     return messages;
   } catch (...) {
     jit::remove_tree(work);

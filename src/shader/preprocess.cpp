@@ -223,12 +223,9 @@ std::string preprocessed_key(const std::string& source, const SourceOptions& o) 
 }
 
 std::optional<TranslationUnit> recall_preprocessed(const std::string& key) {
-  if (key.empty()) return std::nullopt;
-  auto hit = jit::DiskCache::instance().lookup(key, ".pp");
-  std::string data;
-  if (!hit || !jit::read_file(*hit, data) || data.size() < 36) return std::nullopt;
-  data.resize(data.size() - 36);  // the cache's checksum trailer
-  jit::RecordReader r(data);
+  std::optional<std::string> data = key.empty() ? std::nullopt : jit::DiskCache::instance().read(key, ".pp");
+  if (!data) return std::nullopt;
+  jit::RecordReader r(*data);
   TranslationUnit tu;
   tu.text = r.str();
   for (long long i = 0, n = r.num(); r.ok && i < n; ++i) {
@@ -248,8 +245,7 @@ std::optional<TranslationUnit> recall_preprocessed(const std::string& key) {
 }
 
 void remember_preprocessed(const std::string& key, const TranslationUnit& tu) {
-  jit::DiskCache& cache = jit::DiskCache::instance();
-  if (key.empty() || !cache.writable()) return;
+  if (key.empty()) return;
   jit::RecordWriter w;
   w.str(tu.text).num(static_cast<long long>(tu.files.size()));
   for (const SourceFile& f : tu.files) {
@@ -258,13 +254,7 @@ void remember_preprocessed(const std::string& key, const TranslationUnit& tu) {
   }
   w.num(static_cast<long long>(tu.disk_files.size()));
   for (const DiskFile& d : tu.disk_files) w.str(d.path).str(d.sha256);
-  const std::string dir = cache.make_work_dir();
-  try {
-    jit::write_file(dir + "/unit", w.out);
-    cache.store(key, ".pp", dir + "/unit");
-  } catch (const std::exception&) {  // only a shortcut: the next compile preprocesses again
-  }
-  jit::remove_tree(dir);
+  jit::DiskCache::instance().write(key, ".pp", w.out);
 }
 
 TranslationUnit run_preprocessor(const std::string& source, const SourceOptions& o) {

@@ -25,7 +25,14 @@ TEST(Device, ParseAndPrint) {
   EXPECT_EQ(bronze::Device::parse("cpu"), bronze::Device(bronze::DeviceType::CPU, 0));
   EXPECT_EQ(bronze::Device::parse("cuda:1"), bronze::Device(bronze::DeviceType::CUDA, 1));
   EXPECT_EQ(bronze::Device::parse("cuda").str(), "cuda:0");
-  EXPECT_THROW(bronze::Device::parse("mps"), bronze::ValueError);
+  EXPECT_THROW(bronze::Device::parse("tpu"), bronze::ValueError);
+  // torch.mps's one GPU is the default accelerator.
+  const bronze::Device accelerator = bronze::is_available(bronze::DeviceType::CUDA)
+                                         ? bronze::Device(bronze::DeviceType::CUDA, 0)
+                                         : bronze::Device(bronze::DeviceType::CPU, 0);
+  EXPECT_EQ(bronze::Device::parse("mps"), accelerator);
+  EXPECT_EQ(bronze::Device::parse("mps:0"), accelerator);
+  EXPECT_THROW(bronze::Device::parse("mps:1"), bronze::ValueError);
   EXPECT_THROW(bronze::Device::parse("cuda:x"), bronze::ValueError);
   EXPECT_THROW(bronze::Device::parse("cuda:"), bronze::ValueError);
 }

@@ -168,7 +168,7 @@ def _object_without_entries():
 
 
 CASES = [
-    ("device(spec)", "unknown device type", lambda: bronze.device("mps"), ValueError, "expected 'cpu'"),
+    ("device(spec)", "unknown device type", lambda: bronze.device("tpu"), ValueError, "expected 'cpu'"),
     ("device(spec)", "non-numeric index", lambda: bronze.device("cuda:x"), ValueError, "index must be a number"),
     ("device(spec)", "a lone surrogate (no UTF-8 form)", lambda: bronze.device("\udcff"), ValueError, "device is not valid text"),
     ("device(type, index)", "an index past int64", lambda: bronze.device("cuda", 2**64), ValueError, "device index = 18446744073709551616 does not fit in int64"),

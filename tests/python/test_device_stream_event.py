@@ -13,7 +13,7 @@ def test_device_queries():
     assert props.recommended_max_memory == bronze.recommended_max_memory()
     assert bronze.device("cpu") == "cpu:0"
     with pytest.raises(ValueError):
-        bronze.device("mps")
+        bronze.device("tpu")
 
 
 def test_equality_with_other_values_is_false_never_an_error():

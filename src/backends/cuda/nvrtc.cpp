@@ -4,8 +4,6 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
 
 #include "backends/cuda/toolkit_paths.hpp"
 #include "bronze/error.hpp"
@@ -234,25 +232,17 @@ NvrtcResult nvrtc_compile(const NvrtcRequest& rq) {
   std::optional<NvrtcResult> worked;
   if (rq.in_worker && cacheable && !worker_path().empty()) worked = run_in_worker(rq);
   NvrtcResult out = worked ? std::move(*worked) : nvrtc_run(rq);
-  if (out.ok && cacheable) {
-    std::string dir = cache.make_work_dir();
-    std::string tmp = dir + "/module" + suffix;
-    std::ofstream(tmp, std::ios::binary).write(out.image.data(), static_cast<std::streamsize>(out.image.size()));
-    if (cache.store(k, suffix, tmp) == tmp) ::remove(tmp.c_str());  // no cache: nothing to keep
-    else out.cache_key = k, out.cache_suffix = suffix;
-    ::remove(dir.c_str());
+  if (out.ok && cacheable && cache.writable()) {
+    cache.write(k, suffix, std::string(out.image.begin(), out.image.end()));
+    out.cache_key = k, out.cache_suffix = suffix;
   }
   return out;
 }
 
 std::optional<std::vector<char>> nvrtc_cached(const std::string& key, const std::string& suffix) {
-  auto hit = jit::DiskCache::instance().lookup(key, suffix);
-  if (!hit) return std::nullopt;
-  std::ifstream f(*hit, std::ios::binary);
-  std::vector<char> image(std::istreambuf_iterator<char>(f), {});
-  if (image.size() < 36) return std::nullopt;  // replaced since the lookup
-  image.resize(image.size() - 36);              // the cache's checksum trailer
-  return image;
+  std::optional<std::string> image = jit::DiskCache::instance().read(key, suffix);
+  if (!image) return std::nullopt;
+  return std::vector<char>(image->begin(), image->end());
 }
 
 std::vector<char> compile_cubin(const std::string& source,
