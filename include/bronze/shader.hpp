@@ -110,7 +110,7 @@ class Kernel {
   void warmup() const;
   bool is_built() const;
   const KernelInfo& info() const;
-  const std::string& name() const { return info().name; }
+  const std::string& name() const;  // known without a build
   int max_threads_per_threadgroup() const;
   int thread_execution_width() const;
   std::size_t static_thread_group_memory_length() const;

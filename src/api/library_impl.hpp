@@ -61,7 +61,9 @@ struct LibraryImpl {
     // The unit's parse: for a build, made then where the library came from
     // the unit's record.
     const shader::ParsedSource& parsed() {
-      std::call_once(parsed_once_, [&] { parsed_ = shader::parse(unit.text, unit.files.empty() ? "shader.metal" : unit.files[0].name); });
+      std::call_once(parsed_once_, [&] {
+        parsed_ = shader::parse(unit.text, unit.files.empty() ? "shader.metal" : unit.files[0].name);
+      });
       return parsed_;
     }
     void parse(shader::ParsedSource ps) {

@@ -880,6 +880,7 @@ void Kernel::warmup() const { built(*lib_, static_cast<std::size_t>(index_)); }
 bool Kernel::is_built() const {
   return !lib_->lazy || lib_->lazy->ready[static_cast<std::size_t>(index_)].load(std::memory_order_acquire);
 }
+const std::string& Kernel::name() const { return lib_->kernels[index_].name; }  // never changes
 const KernelInfo& Kernel::info() const {
   warmup();
   return lib_->kernels[index_];

@@ -197,3 +197,10 @@ def test_the_nvrtc_worker_ships_beside_the_extension():
     assert os.access(worker, os.X_OK)
     p = subprocess.run([worker], capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "usage: bronze-nvrtc" in p.stderr
+
+
+def test_a_kernels_name_and_repr_build_nothing():
+    lib = bronze.compile_shader(unit())
+    k = lib.k8
+    assert k.name == "k8" and repr(k) == "<bronze.Kernel 'k8'>" and "k8" in repr(lib)
+    assert not k.is_built
