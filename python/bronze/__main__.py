@@ -3,12 +3,15 @@
     bronze info                    devices, backends, compiler and cache
     bronze compile FILE.metal -o FILE.bronzelib [--arch sm_90] [-I DIR] [-D NAME=VALUE] [--math-mode safe]
                                    compile ahead of time
+    bronze check PATH... [-I DIR] [-D NAME=VALUE] [--device cpu|cuda|sm_90] [--jobs N] [--json F] [--junit F]
+                                   compile every .metal file under PATH; exit 1 if any fails
     bronze capture show FILE       list the commands of a capture file
     bronze capture replay FILE     run a capture's kernels again
 """
 
 import argparse
 import json
+import os
 import sys
 
 
@@ -97,6 +100,42 @@ def _compile(args):
     lib = bronze.load_metallib(data)
     print(f"{out}: {len(data)} bytes, kernels: {', '.join(lib.kernel_names) or '(none)'}")
     return 0
+
+
+def _check(args):
+    import os
+
+    from . import _check as check
+
+    try:
+        files = check.metal_files(args.paths)
+    except ValueError as e:
+        raise _Refused(e) from None
+    if not files:
+        raise _Refused(f"no .metal files under {', '.join(args.paths)}")
+    defines = [tuple(d.split("=", 1)) if "=" in d else (d, "1") for d in args.define]
+
+    def line(path, r):
+        if r["ok"]:
+            n = r["kernels"]
+            print(f"PASS {path} ({n} kernel{'' if n == 1 else 's'}, {r.get('seconds', 0):.1f} s)", flush=True)
+        else:
+            print(f"FAIL {path}: {check.error_line(r['error'])}", flush=True)
+
+    results = check.check_files(files, args.jobs, line, device=args.device, include_dirs=args.include,
+                                defines=defines, build_all=args.build_all)
+    failed = sorted(f for f, r in results.items() if not r["ok"])
+    for path, out in ((args.json, lambda f: json.dump(results, f, indent=1)),
+                      (args.junit, lambda f: f.write(check.junit_xml(results)))):
+        if path:
+            try:
+                with open(path, "w") as f:
+                    out(f)
+            except OSError as e:
+                raise _Refused(f"cannot write {path}: {e.strerror}") from None
+    print(f"bronze check: {len(files)} files, {len(files) - len(failed)} passed, {len(failed)} failed"
+          + (f" ({', '.join(failed)})" if failed else ""))
+    return 1 if failed else 0
 
 
 # Each kind of capture record (told apart by its first field) and its fields' types.
@@ -268,6 +307,18 @@ def main(argv=None):
     comp.add_argument("--math-mode", choices=("safe", "relaxed", "fast"), default="fast",
                       help="Metal's math mode (default fast, as Metal's)")
     comp.set_defaults(func=_compile)
+    chk = sub.add_parser("check", help="compile every .metal file under the paths (for CI); exit 1 if any fails")
+    chk.add_argument("paths", nargs="+", metavar="PATH", help="a .metal file or a folder searched for them")
+    chk.add_argument("-I", dest="include", action="append", default=[], help="an include folder; repeatable")
+    chk.add_argument("-D", dest="define", action="append", default=[], help="a macro, NAME or NAME=VALUE")
+    chk.add_argument("--device", default="cpu",
+                     help="cpu (default), cuda[:N], or sm_XY: compile for that GPU architecture with NVRTC, no GPU needed")
+    chk.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="files compiled at once (default: the CPUs)")
+    chk.add_argument("--build-all", action="store_true",
+                     help="build every kernel (compile_shader checks a file and builds kernels on first use)")
+    chk.add_argument("--json", help="write each file's result as JSON here")
+    chk.add_argument("--junit", help="write a JUnit XML report here (one test case per file)")
+    chk.set_defaults(func=_check)
     cap = sub.add_parser("capture", help="inspect or replay a capture file").add_subparsers(dest="action", required=True)
     show = cap.add_parser("show", help="list the captured commands")
     show.add_argument("file")
