@@ -1,8 +1,9 @@
 """The bronze command line.
 
     bronze info                    devices, backends, compiler and cache
-    bronze compile FILE.metal -o FILE.bronzelib [--arch sm_90] [-I DIR] [-D NAME=VALUE] [--math-mode safe]
-                                   compile ahead of time
+    bronze compile FILE.metal... [-o FILE.bronzelib] [--arch sm_90] [-I DIR] [-D NAME=VALUE] [--math-mode safe]
+                                   compile ahead of time, each file to its .bronzelib
+    bronze --version
     bronze check PATH... [-I DIR] [-D NAME=VALUE] [--device cpu|cuda|sm_90] [--jobs N] [--json F] [--junit F]
                                    compile every .metal file under PATH; exit 1 if any fails
     bronze capture show FILE       list the commands of a capture file
@@ -70,41 +71,43 @@ def _compiler_line(h):
 
 
 def _compile(args):
-    import os
-
     import bronze
 
-    # A regular file, read as UTF-8: never a device (/dev/zero reads forever,
+    if args.output and len(args.files) > 1:
+        raise _Refused("-o names the output of one file; several files each get FILE.bronzelib")
+    # Regular files, read as UTF-8: never a device (/dev/zero reads forever,
     # /dev/stdin would name the output), a folder or another encoding.
-    try:
-        if not os.path.isfile(args.file):
-            raise OSError(f"not a regular file: {args.file}" if os.path.exists(args.file) else
-                          f"no such file: {args.file}")
-        with open(args.file, encoding="utf-8") as f:
-            source = f.read()
-    except (OSError, UnicodeDecodeError) as e:
-        raise _Refused(e) from None
-    out = args.output or os.path.splitext(args.file)[0] + ".bronzelib"
+    sources = []
+    for path in args.files:
+        try:
+            if not os.path.isfile(path):
+                raise OSError(f"not a regular file: {path}" if os.path.exists(path) else f"no such file: {path}")
+            with open(path, encoding="utf-8") as f:
+                sources.append(f.read())
+        except (OSError, UnicodeDecodeError) as e:
+            raise _Refused(e) from None
     defines = dict(d.split("=", 1) if "=" in d else (d, "1") for d in args.define)
-    try:
-        data = bronze.compile_library(source, filename=args.file, archs=args.arch, include_dirs=args.include,
-                                      defines=defines, math_mode=args.math_mode)
-    except (bronze.ShaderCompileError, bronze.NotSupportedError, ValueError) as e:
-        print(e, file=sys.stderr)
-        return 1
-    try:  # a folder, a missing or read-only folder, a full disk (/dev/full)
-        with open(out, "wb") as f:
-            f.write(data)
-    except OSError as e:
-        raise _Refused(f"cannot write {out}: {e.strerror}") from None
-    lib = bronze.load_metallib(data)
-    print(f"{out}: {len(data)} bytes, kernels: {', '.join(lib.kernel_names) or '(none)'}")
-    return 0
+    status = 0
+    for path, source in zip(args.files, sources):
+        out = args.output or os.path.splitext(path)[0] + ".bronzelib"
+        try:
+            data = bronze.compile_library(source, filename=path, archs=args.arch, include_dirs=args.include,
+                                          defines=defines, math_mode=args.math_mode)
+        except (bronze.ShaderCompileError, bronze.NotSupportedError, ValueError) as e:
+            print(e, file=sys.stderr)
+            status = 1
+            continue
+        try:  # a folder, a missing or read-only folder, a full disk (/dev/full)
+            with open(out, "wb") as f:
+                f.write(data)
+        except OSError as e:
+            raise _Refused(f"cannot write {out}: {e.strerror}") from None
+        lib = bronze.load_metallib(data)
+        print(f"{out}: {len(data)} bytes, kernels: {', '.join(lib.kernel_names) or '(none)'}")
+    return status
 
 
 def _check(args):
-    import os
-
     from . import _check as check
 
     try:
@@ -293,13 +296,20 @@ def _replay(args):
     return 0
 
 
+def _version():
+    from . import __version__
+
+    return __version__
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="bronze", description=__doc__.split("\n")[0])
+    parser.add_argument("--version", action="version", version=f"bronze {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="devices, backends and limits").set_defaults(func=_info)
-    comp = sub.add_parser("compile", help="compile a Metal file ahead of time to a .bronzelib")
-    comp.add_argument("file")
-    comp.add_argument("-o", "--output", help="output path (default: FILE with .bronzelib)")
+    comp = sub.add_parser("compile", help="compile Metal files ahead of time, each to a .bronzelib")
+    comp.add_argument("files", nargs="+", metavar="FILE")
+    comp.add_argument("-o", "--output", help="output path of a single FILE (default: FILE with .bronzelib)")
     comp.add_argument("--arch", action="append", default=[],
                       help="also embed a cubin for this GPU architecture (sm_90); repeatable; needs NVRTC")
     comp.add_argument("-I", dest="include", action="append", default=[], help="an include folder; repeatable")

@@ -94,3 +94,24 @@ def test_deeply_nested_json(action, first, tmp_path, capsys):
     path.write_text(deep if first else '{"bronze_capture":1}\n' + deep)
     refused(["capture", action, str(path)], capsys,
             f"{path}: not a bronze capture file" if first else f"{path}:2: not a capture record")
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out == f"bronze {bronze.__version__}\n"
+
+
+def test_compile_several_files_each_to_its_library(tmp_path, capsys):
+    a, b, bad = tmp_path / "a.metal", tmp_path / "b.metal", tmp_path / "bad.metal"
+    a.write_text(SEED)
+    b.write_text(SEED.replace("full", "fill"))
+    bad.write_text("kernel void k(device float* o) { o[0] = nope; }\n")
+    assert main(["compile", str(a), str(b)]) == 0
+    assert bronze.load_metallib(str(tmp_path / "a.bronzelib")).kernel_names == ["full"]
+    assert bronze.load_metallib(str(tmp_path / "b.bronzelib")).kernel_names == ["fill"]
+    capsys.readouterr()
+    assert main(["compile", str(bad), str(a)]) == 1  # the others are still compiled
+    out, err = capsys.readouterr()
+    assert "a.bronzelib" in out and "bad.metal:1:" in err
+    refused(["compile", str(a), str(b), "-o", str(tmp_path / "x.bronzelib")], capsys, "-o names the output of one file")
