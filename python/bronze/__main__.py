@@ -86,7 +86,9 @@ def _compile(args):
                 sources.append(f.read())
         except (OSError, UnicodeDecodeError) as e:
             raise _Refused(e) from None
-    defines = dict(d.split("=", 1) if "=" in d else (d, "1") for d in args.define)
+    from ._check import parse_defines
+
+    defines = parse_defines(args.define)
     status = 0
     for path, source in zip(args.files, sources):
         out = args.output or os.path.splitext(path)[0] + ".bronzelib"
@@ -116,7 +118,7 @@ def _check(args):
         raise _Refused(e) from None
     if not files:
         raise _Refused(f"no .metal files under {', '.join(args.paths)}")
-    defines = [tuple(d.split("=", 1)) if "=" in d else (d, "1") for d in args.define]
+    defines = check.parse_defines(args.define)
 
     def line(path, r):
         if r["ok"]:

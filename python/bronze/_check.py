@@ -39,6 +39,11 @@ print(json.dumps(r))
 """
 
 
+def parse_defines(defines):
+    """-D options (NAME or NAME=VALUE) as a dict of macros, as MTLCompileOptions' preprocessorMacros."""
+    return dict(d.split("=", 1) if "=" in d else (d, "1") for d in defines)
+
+
 def metal_files(paths):
     """The .metal files under `paths` (files as given, folders searched), sorted;
     ValueError for a path that does not exist."""

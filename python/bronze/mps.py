@@ -14,6 +14,8 @@ bronze. Libraries compiled here follow their tensors, as bronze's do.
 from . import _C, event, profiler  # noqa: F401  (torch.mps.event, torch.mps.profiler)
 from ._C import manual_seed, seed  # noqa: F401  (every device's generator: bronze has one seed)
 from . import compile_shader  # noqa: F401
+from . import get_rng_state as _get_rng_state, set_per_process_memory_fraction as _set_fraction
+from . import set_rng_state as _set_rng_state
 
 
 def _mps():
@@ -37,14 +39,12 @@ def synchronize():
 
 def get_rng_state(device="mps"):
     """The generator state of `device` ("mps" by default), as a uint8 tensor."""
-    from . import get_rng_state as state
-    return state(device)
+    return _get_rng_state(device)
 
 
 def set_rng_state(new_state, device="mps"):
     """Sets the generator state of `device` ("mps" by default)."""
-    from . import set_rng_state as set_state
-    set_state(new_state, device)
+    _set_rng_state(new_state, device)
 
 
 def empty_cache():
@@ -54,8 +54,7 @@ def empty_cache():
 
 def set_per_process_memory_fraction(fraction):
     """Limits this process's allocations on the "mps" device to `fraction` of its recommended maximum."""
-    from . import set_per_process_memory_fraction as set_fraction
-    set_fraction(fraction, _mps())
+    _set_fraction(fraction, _mps())
 
 
 def current_allocated_memory():

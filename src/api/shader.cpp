@@ -318,15 +318,6 @@ std::shared_ptr<detail::LibraryImpl> unit_library(const Device& d, const std::st
   return lib;
 }
 
-// The same from a parse: its kernels in range.
-std::shared_ptr<detail::LibraryImpl> unit_library(const Device& d, const std::string& unit,
-                                                  const shader::ParsedSource& ps, KernelRange kernels) {
-  kernels = kernels.within(ps);
-  std::vector<KernelInfo> infos;
-  for (std::size_t k = kernels.first; k < kernels.last; ++k) infos.push_back(ps.kernels[k].info);
-  return unit_library(d, unit, jit::sha256_hex(unit), std::move(infos), kernels.first, ps.no_kernels_why);
-}
-
 // Loads the objects of lib's kernels in range (unit indices; the parts
 // build_module made) into lib: each kernel's ModuleKernel, in range order.
 std::vector<runtime::ModuleKernel> load_parts(detail::LibraryImpl& lib, const std::vector<runtime::ModuleObject>& objects,
@@ -363,13 +354,17 @@ void set_kernel(detail::LibraryImpl& lib, std::size_t k, const runtime::ModuleKe
   lib.max_threads[k] = m.max_threads;
 }
 
-// A built Metal unit, loaded on device d: objects are its parts (build_module)
-// of the kernels in range.
-std::shared_ptr<detail::LibraryImpl> load_unit(const Device& d, const std::string& unit, const shader::ParsedSource& ps,
+// A built Metal unit (`unit_hash`: its SHA-256), loaded on device d: objects
+// are its parts (build_module) of the kernels in range.
+std::shared_ptr<detail::LibraryImpl> load_unit(const Device& d, const std::string& unit, const std::string& unit_hash,
+                                               const shader::ParsedSource& ps,
                                                const std::vector<runtime::ModuleObject>& objects,
                                                KernelRange kernels = {}) {
-  auto lib = unit_library(d, unit, ps, kernels);
-  std::vector<runtime::ModuleKernel> mk = load_parts(*lib, objects, kernels.within(ps));
+  kernels = kernels.within(ps);
+  std::vector<KernelInfo> infos;
+  for (std::size_t k = kernels.first; k < kernels.last; ++k) infos.push_back(ps.kernels[k].info);
+  auto lib = unit_library(d, unit, unit_hash, std::move(infos), kernels.first, ps.no_kernels_why);
+  std::vector<runtime::ModuleKernel> mk = load_parts(*lib, objects, kernels);
   for (std::size_t k = 0; k < mk.size(); ++k) set_kernel(*lib, k, mk[k]);
   return lib;
 }
@@ -423,7 +418,7 @@ std::shared_ptr<detail::LibraryImpl> build_unit(const Device& d, const shader::T
   plan.check_only = plan.kernels.within(ps).size() > kEagerKernels;
   auto objects = build_module(backend, tu, ps, plan);
   if (!plan.check_only) {
-    auto lib = load_unit(d, tu.text, ps, objects, plan.kernels);
+    auto lib = load_unit(d, tu.text, unit_hash, ps, objects, plan.kernels);
     lib->validate = validate;
     return lib;
   }
@@ -546,7 +541,7 @@ std::shared_ptr<detail::LibraryImpl> load_bronzelib_cuda(const Device& d, const 
     plan.arch = arch;
     objects = build_module(backends::shader_backend(d.type), tu, ps, plan);
   }
-  return load_unit(d, tu.text, ps, objects);
+  return load_unit(d, tu.text, jit::sha256_hex(tu.text), ps, objects);
 }
 
 // CUDA C++ source: its __global__ kernels, compiled and loaded on `device`.
@@ -816,7 +811,7 @@ Library load_metallib(const std::vector<std::uint8_t>& bytes, std::optional<Devi
   // No object for this host: build one from the library's unit.
   if (objects.empty()) return Library(build_unit(d, tu, false));
   try {
-    return Library(load_unit(d, tu.text, ps, objects));
+    return Library(load_unit(d, tu.text, jit::sha256_hex(tu.text), ps, objects));
   } catch (const ValueError&) {
     throw;
   } catch (const Error& e) {  // not loadable, or without bronze's entries: not what bronze compiled
