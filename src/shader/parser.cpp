@@ -475,6 +475,11 @@ class Parser {
       }
       if (x == ";") {
         if (constant_at) function_constant(start, constant_at, i, ns);
+        if (lparen && !is_class) {  // a function declared apart from its definition
+          std::size_t name_at = lparen - 1;
+          while (name_at > start && t(name_at).kind != Token::Ident) --name_at;
+          declared_.insert(t(name_at).text);
+        }
         return i + 1;
       }
       if (x == "}") return i;
@@ -508,6 +513,7 @@ class Parser {
         if (t(name_at).kind != Token::Ident || takes_operand(t(name_at).text)) return close + 1;
         const std::string& name = t(name_at).text;
         note_body(name, i + 1, close);  // a call by name (x.f()) may reach any f
+        if (!kernel) helper_definition(start, name_at, lparen, rparen, i, in_class);
         address_space_overload(ns, header ? header : start, rparen, i, close);
         if (in_class && !current_class_.empty()) {
           // The class reaches its own members only, so Op()(x) with Op = A
@@ -542,6 +548,23 @@ class Parser {
       ++i;
     }
     return i;
+  }
+
+  // A function definition that may take its caller (ParsedSource::call_chained)
+  // if it turns out to reach a collective: one whose signature can grow a
+  // last defaulted parameter, with no declaration apart from it (which
+  // would need the parameter too) and no constexpr (the frame it opens is
+  // no literal type).
+  void helper_definition(std::size_t start, std::size_t name_at, std::size_t lparen, std::size_t rparen,
+                         std::size_t body, bool in_class) {
+    if (t(name_at).text == "operator" || t(name_at - 1).text == "::" || t(name_at - 1).text == "~") return;
+    for (std::size_t k = start; k < rparen; ++k) {
+      bool pack = k > lparen && t(k).text == "." && t(k + 1).text == "." && t(k + 2).text == ".";
+      if (t(k).text == "constexpr" || t(k).text == "consteval" || pack) return;
+    }
+    if (rparen == lparen + 2 && t(lparen + 1).text == "void") return;
+    std::string member = in_class && !current_class_.empty() ? current_class_ + "::" + t(name_at).text : "";
+    helpers_.push_back({t(name_at).text, member, {rparen, body, rparen == lparen + 1}});
   }
 
   void note_body(const std::string& name, std::size_t b, std::size_t e) {
@@ -1146,11 +1169,30 @@ class Parser {
     for (std::size_t i = 0; i < out_.kernels.size(); ++i)
       for (const std::string& r : kernel_refs_[i])
         if (coop.count(r)) out_.kernels[i].info.cooperative = true;
+    // A helper named other than in a call (`&f`, a template argument, in
+    // decltype) has a function type the program relies on: it keeps it.
+    std::set<std::string> named, valued;
+    for (const Helper& h : helpers_) named.insert(h.name);
+    for (std::size_t k = 0; k < out_.tokens.size(); ++k) {
+      if (t(k).kind != Token::Ident || !named.count(t(k).text)) continue;
+      std::size_t next = t(k + 1).text == "<" ? match_angle(k + 1) + 1 : k + 1;
+      if (t(next).text != "(") valued.insert(t(k).text);
+    }
+    for (const Helper& h : helpers_)
+      if ((coop.count(h.name) || (!h.member.empty() && coop.count(h.member))) && !declared_.count(h.name) &&
+          !valued.count(h.name))
+        out_.call_chained.push_back(h.at);
   }
 
   ParsedSource out_;
   std::size_t bodies_ = 0;  // kernel definitions seen: ThreadgroupVar::body
   std::map<std::string, Node> graph_;
+  struct Helper {
+    std::string name, member;  // "f"; "Class::f" for a member function
+    ParsedSource::CallChained at;
+  };
+  std::vector<Helper> helpers_;     // function definitions, not kernels
+  std::set<std::string> declared_;  // functions declared without a body
   // Every function template by qualified name; overloads (MLX's two
   // block_masked_gemm) are told apart by their template parameters.
   std::multimap<std::string, KernelDef> templates_;

@@ -102,6 +102,15 @@ struct ParsedSource {
     std::size_t first, name, end, body;
   };
   std::vector<ThreadgroupVar> threadgroup_vars;
+  // Helper functions that reach a collective (not kernels): tokens of their
+  // parameter list's ')' and their body's '{'. On the CPU each takes where it
+  // is called, so lanes that reach one collective through different calls of
+  // a helper are told apart (rules::call_chains).
+  struct CallChained {
+    std::size_t rparen, body;
+    bool no_params;
+  };
+  std::vector<CallChained> call_chained;
   std::string math_mode = "fast";  // the unit's kMathModePragma
   // Where the unit has no kernel but kernel templates (a file of them that
   // other files include and instantiate): why, for a lookup's error.

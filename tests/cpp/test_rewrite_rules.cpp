@@ -144,6 +144,36 @@ TEST(RewriteRule, ThreadgroupVariables) {
       << run(rules::threadgroup_variables, src, carve, kCuda);
 }
 
+TEST(RewriteRule, CallChains) {
+  const std::string src =
+      "float total(float v) { return simd_sum(v); }\n"
+      "void sync() { threadgroup_barrier(mem_flags::mem_threadgroup); }\n"
+      "struct Acc { float top(float v) const { return simd_max(v); } float plain(float v) { return v; } };\n"
+      "float declared(float v);\n"
+      "float declared(float v) { return simd_sum(v); }\n"
+      "constexpr float folded(float v) { return simd_sum(v); }\n"
+      "template <class... T> float packed(T... v) { return simd_sum((v + ...)); }\n"
+      "template <typename T> T valued(T v) { return simd_sum(v); }\n"
+      "typedef decltype(valued<float>) valued_t;\n"
+      "float twice(float v) { return 2 * total(v); }\n"
+      "kernel void k(device float* o) { o[0] = twice(o[0]); sync(); }\n";
+  EXPECT_EQ(run(rules::call_chains, src),
+            "float total(float v BRONZE_CALLER) { BRONZE_FRAME return simd_sum(v); }\n"
+            "void sync(BRONZE_CALLER_ONLY) { BRONZE_FRAME threadgroup_barrier(mem_flags::mem_threadgroup); }\n"
+            "struct Acc { float top(float v BRONZE_CALLER) const { BRONZE_FRAME return simd_max(v); } "
+            "float plain(float v) { return v; } };\n"
+            "float declared(float v);\n"
+            "float declared(float v) { return simd_sum(v); }\n"
+            "constexpr float folded(float v) { return simd_sum(v); }\n"
+            "template <class... T> float packed(T... v) { return simd_sum((v + ...)); }\n"
+            "template <typename T> T valued(T v) { return simd_sum(v); }\n"
+            "typedef decltype(valued<float>) valued_t;\n"
+            "float twice(float v BRONZE_CALLER) { BRONZE_FRAME return 2 * total(v); }\n"
+            "kernel void k(device float* o) { o[0] = twice(o[0]); sync(); }\n")
+      << "helpers reaching a collective take their caller; kernels, declared, constexpr, variadic ones and those "
+         "named outside a call (whose function type counts) do not";
+}
+
 TEST(RewriteRule, DivergentShufflesRunBeforeTheirBranch) {
   using bronze::shader::rules::hoist_divergent_shuffles;
   EXPECT_EQ(hoist_divergent_shuffles("if (lane >= 1) x += simd_shuffle_up(x, 1);"),

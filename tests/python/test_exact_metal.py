@@ -306,6 +306,38 @@ def test_reductions_under_a_branch_are_over_its_active_lanes():
     assert got[24:] == [31.0 + k + 1 for k in range(24, 31)] + [31.0 + 31.0]
 
 
+def test_one_helper_reached_from_divergent_calls_runs_once_per_call():
+    # A helper holding a collective, called from both sides of a branch and
+    # then by every lane: each call is its own collective over the lanes that
+    # make it, as on a GPU (the CPU's lanes are told apart by their calls).
+    lib = bronze.compile_shader("""
+    float total(float v) { return simd_sum(v); }
+    float twice(float v) { return 2.0f * total(v); }
+    struct Acc { float lanes_max(float v) { return simd_max(v); } };
+    kernel void f(device float* o, uint lane [[thread_index_in_simdgroup]], uint i [[thread_position_in_grid]]) {
+        float v = float(lane), a, b;
+        if (lane < 8) a = total(v);
+        else a = total(v + 100.0f);
+        if (lane >= 30) b = twice(v);
+        else b = 0.0f;
+        Acc acc;
+        float m = lane % 2 == 0 ? acc.lanes_max(v) : -1.0f;
+        o[i * 4 + 0] = a;
+        o[i * 4 + 1] = b;
+        o[i * 4 + 2] = total(v);
+        o[i * 4 + 3] = m;
+    }""")
+    o = bronze.zeros(32 * 4)
+    lib.f(o, group_size=32)
+    got = o.numpy().reshape(32, 4)
+    lanes = np.arange(32, dtype=np.float32)
+    low, high = lanes[:8].sum(), (lanes[8:] + 100).sum()
+    np.testing.assert_array_equal(got[:, 0], np.where(lanes < 8, low, high))
+    np.testing.assert_array_equal(got[:, 1], np.where(lanes >= 30, 2 * (30 + 31), 0))
+    np.testing.assert_array_equal(got[:, 2], np.full(32, lanes.sum()))
+    np.testing.assert_array_equal(got[:, 3], np.where(lanes % 2 == 0, 30, -1))
+
+
 def test_function_constants_take_nan_and_infinities():
     lib_src = """
     constant float v [[function_constant(0)]];

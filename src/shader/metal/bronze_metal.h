@@ -1499,14 +1499,22 @@ constexpr sgm_rc sgm_holder(sgm_layout L, uint r, uint c) {
 // Collectives take where they are called (bronze_rt::site) on the CPU,
 // whose fibers tell the lanes of divergent branches apart by it; CUDA's
 // warps know their active lanes.
+// The user's helpers that reach a collective take their caller the same way
+// (rules::call_chains), so a lane's exchange is keyed by its calls too.
 #if BRONZE_CUDA
 #define BRONZE_SITE
 #define BRONZE_SITE_ONLY
 #define BRONZE_AT
+#define BRONZE_CALLER
+#define BRONZE_CALLER_ONLY
+#define BRONZE_FRAME
 #else
 #define BRONZE_SITE , ::bronze_msl::bronze_rt::site at = {}
 #define BRONZE_SITE_ONLY ::bronze_msl::bronze_rt::site at = {}
 #define BRONZE_AT , at
+#define BRONZE_CALLER , ::bronze_msl::bronze_rt::site bronze_caller = {}
+#define BRONZE_CALLER_ONLY ::bronze_msl::bronze_rt::site bronze_caller = {}
+#define BRONZE_FRAME ::bronze_msl::bronze_rt::frame bronze_frame(bronze_caller);
 #endif
 #if BRONZE_CUDA
 #include "bronze_metal_cuda.h"

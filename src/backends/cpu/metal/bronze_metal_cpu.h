@@ -207,11 +207,11 @@ enum fiber_state { RUN, WAIT_TG, WAIT_SIMD, DONE };
 constexpr int kSimd = 32;
 constexpr int kSlot = 64;  // bytes a lane can exchange (up to a 4 x 64-bit vector)
 
-// Where a collective is called in the user's source (the unit's #line file
-// and line). Lanes waiting at different ones are on different sides of
+// Where a collective, or a helper that reaches one, is called in the user's
+// source (the unit's #line file and line). Lanes waiting at different
+// collectives, or at one through different calls, are on different sides of
 // divergent code, which the GPU runs one after the other (release_simd):
-// this tells them apart whatever the optimizer duplicated or merged, except
-// for one helper function called from both sides.
+// this tells them apart whatever the optimizer duplicated or merged.
 struct site {
   const char* file;
   unsigned line;
@@ -219,6 +219,25 @@ struct site {
   bool before(const site& o) const {  // source order within a file
     if (file == o.file || __builtin_strcmp(file, o.file) == 0) return line < o.line;
     return __builtin_strcmp(file, o.file) < 0;
+  }
+};
+
+// Where a lane waits: the calls of helpers that led to its collective
+// (rules::call_chains gives each helper its caller), outermost first, then
+// the collective. Calls nested deeper than kFrames are not compared.
+constexpr unsigned kFrames = 6;
+struct where {
+  unsigned depth = 0;     // helper calls open
+  site at[kFrames + 1];   // at[min(depth, kFrames)]: the collective
+  // Whether a's lanes run before b's: source order of the first call or
+  // collective where they differ (a call before what it reaches).
+  friend bool before(const where& a, const where& b) {
+    unsigned na = a.depth < kFrames ? a.depth : kFrames, nb = b.depth < kFrames ? b.depth : kFrames;
+    for (unsigned k = 0;; ++k) {
+      if (a.at[k].before(b.at[k])) return true;
+      if (b.at[k].before(a.at[k])) return false;
+      if (k == na || k == nb) return na < nb;
+    }
   }
 };
 
@@ -234,11 +253,27 @@ struct group_ctx {
   // release: a released lane may bring its next value before the others read).
   unsigned char* xchg = nullptr;
   uint32_t* mask = nullptr;       // per simdgroup: lanes in the last released collective
-  struct site* site = nullptr;    // per thread: where in the source the collective it waits at is called
+  struct where* where = nullptr;  // per thread: the calls and the collective it waits at
   void (*invoke)(void*, const ids&) = nullptr;
   void* fn = nullptr;
 };
 inline thread_local group_ctx* cur_group = nullptr;
+
+// Opened by a helper that reaches a collective (BRONZE_FRAME): its caller
+// joins the lane's chain while the helper runs.
+struct frame {
+  where* w;
+  explicit frame(const site& caller) : w(cur_group ? &cur_group->where[cur_group->cur] : nullptr) {
+    if (!w) return;
+    if (w->depth < kFrames) w->at[w->depth] = caller;
+    ++w->depth;
+  }
+  ~frame() {
+    if (w) --w->depth;
+  }
+  frame(const frame&) = delete;
+  frame& operator=(const frame&) = delete;
+};
 
 // Threadgroup buffers, the fibers' records and stacks are the runtime's,
 // per OS thread (launch_abi.h's bronze_cpu_memory).
@@ -319,10 +354,10 @@ inline bool release_simd(group_ctx* g, int sg, bool only_if_complete) {
   int lo = sg * kSimd, hi = lo + kSimd < g->n ? lo + kSimd : g->n;
   uint32_t waiting = 0;
   bool others = false;
-  site first;
+  int first = lo;
   for (int i = lo; i < hi; ++i) {
     if (g->st[i] == WAIT_SIMD) {
-      if (!waiting || g->site[i].before(first)) first = g->site[i];
+      if (!waiting || before(g->where[i], g->where[first])) first = i;
       waiting |= 1u << (i - lo);
     } else if (g->st[i] != DONE) {
       others = true;
@@ -330,7 +365,7 @@ inline bool release_simd(group_ctx* g, int sg, bool only_if_complete) {
   }
   if (!waiting || (only_if_complete && others)) return false;
   for (int i = lo; i < hi; ++i)
-    if (first.before(g->site[i])) waiting &= ~(1u << (i - lo));
+    if (before(g->where[first], g->where[i])) waiting &= ~(1u << (i - lo));
   g->mask[sg] = waiting;
   unsigned char* brought = g->xchg + (size_t)sg * 2 * kSimd * kSlot;
   for (int i = lo; i < hi; ++i)
@@ -353,16 +388,16 @@ inline void run_groups_cooperative(const bronze_cpu_launch* L, uint64_t g0, uint
   const int nsg = (int)((max_threads + kSimd - 1) / kSimd);
   // One per-OS-thread block: contexts, states, ids, exchange slots (the stacks follow).
   const size_t n_ctx = sizeof(fiber) * max_threads, n_st = sizeof(fiber_state) * max_threads,
-               n_id = sizeof(ids) * max_threads, n_site = sizeof(site) * max_threads,
+               n_id = sizeof(ids) * max_threads, n_where = sizeof(where) * max_threads,
                n_x = (size_t)nsg * 2 * kSimd * kSlot;
   auto round16 = [](size_t v) { return (v + 15) & ~(size_t)15; };
   const bronze_cpu_memory* M = L->memory;
-  char* mem = (char*)M->scratch(round16(n_ctx) + round16(n_st) + round16(n_id) + round16(n_site) + n_x);
+  char* mem = (char*)M->scratch(round16(n_ctx) + round16(n_st) + round16(n_id) + round16(n_where) + n_x);
   fiber* ctx = (fiber*)mem;
   fiber_state* st = (fiber_state*)(mem + round16(n_ctx));
   ids* idv = (ids*)(mem + round16(n_ctx) + round16(n_st));
-  site* sites = (site*)(mem + round16(n_ctx) + round16(n_st) + round16(n_id));
-  unsigned char* xchg = (unsigned char*)(mem + round16(n_ctx) + round16(n_st) + round16(n_id) + round16(n_site));
+  where* wheres = (where*)(mem + round16(n_ctx) + round16(n_st) + round16(n_id));
+  unsigned char* xchg = (unsigned char*)(mem + round16(n_ctx) + round16(n_st) + round16(n_id) + round16(n_where));
   char* stacks = M->stacks(max_threads);
   uint32_t mask[32];
   group_ctx g;
@@ -371,7 +406,7 @@ inline void run_groups_cooperative(const bronze_cpu_launch* L, uint64_t g0, uint
   g.id = idv;
   g.xchg = xchg;
   g.mask = mask;
-  g.site = sites;
+  g.where = wheres;
   g.invoke = &invoke_erased<typename __remove_ref<F>::type>;
   g.fn = (void*)&f;
   cur_group = &g;
@@ -388,6 +423,7 @@ inline void run_groups_cooperative(const bronze_cpu_launch* L, uint64_t g0, uint
           thread_ids(L, id, lx, ly, lz, a);
           idv[k] = id;
           st[k] = RUN;
+          wheres[k].depth = 0;
           fiber_init(ctx[k], stacks + (size_t)k * M->stack_stride, M->stack_bytes, fiber_main);
         }
     for (;;) {
@@ -434,7 +470,8 @@ inline const T* exchange(T x, uint32_t* active, uint* lane, site at) {
   const int sg = (int)id.sgiitg;
   unsigned char* brought = g->xchg + (size_t)sg * 2 * kSimd * kSlot;
   __builtin_memcpy(brought + id.tiisg * kSlot, &x, sizeof(T));
-  g->site[g->cur] = at;
+  where& w = g->where[g->cur];
+  w.at[w.depth < kFrames ? w.depth : kFrames] = at;
   yield_as(WAIT_SIMD);
   *active = g->mask[sg];
   *lane = id.tiisg;
