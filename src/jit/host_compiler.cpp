@@ -480,7 +480,9 @@ std::string preprocessor_path() {
     if (!cc.chosen_by.empty()) return std::string();  // the one chosen or none, never another
     // GCC's preprocessor alone (a CUDA machine without g++) takes the same flags.
     std::string cpp = which("cpp");
-    return !cpp.empty() && probe_compiler(cpp).status.empty() ? cpp : std::string();
+    if (cpp.empty() || !probe_compiler(cpp).status.empty()) return std::string();
+    log(LogLevel::Info, [&] { return "no C++ compiler (" + cc.status + "): Metal sources are preprocessed by " + cpp; });
+    return cpp;
   }();
   return p;
 }

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <system_error>
 
 namespace bronze::jit {
 namespace {
@@ -13,7 +14,12 @@ void write_stderr(const std::string& s) { [[maybe_unused]] ssize_t n = ::write(2
 }  // namespace
 
 CompileProgress::CompileProgress(std::string what, std::size_t parts) : what_(std::move(what)), parts_(parts) {
-  if (::isatty(2) && !g_shown.exchange(true)) ticker_ = std::thread([this] { show(); });
+  if (!::isatty(2) || g_shown.exchange(true)) return;
+  try {
+    ticker_ = std::thread([this] { show(); });
+  } catch (const std::system_error&) {  // no thread to spare: the compile goes on without its line
+    g_shown.store(false);
+  }
 }
 
 CompileProgress::~CompileProgress() {
