@@ -219,7 +219,6 @@ std::vector<runtime::ModuleObject> build_module(const backends::ShaderBackend& b
   const std::string name = kernels.size() == 1 && ps.kernels.size() > 1
                                ? "kernel '" + ps.kernels[kernels.first].info.name + "' of " + unit_name(tu)
                                : unit_name(tu);
-  jit::CompileProgress progress((plan.check_only ? "checking " : "compiling ") + name, n);
   auto build = [&](std::size_t p) {
     jit::LogScope scope(name, p, n);
     shader::RewriteOptions options;
@@ -235,6 +234,7 @@ std::vector<runtime::ModuleObject> build_module(const backends::ShaderBackend& b
     return backend.build(src);
   };
   auto build_parts = [&] {
+    jit::CompileProgress progress((plan.check_only ? "checking " : "compiling ") + name, n);
     std::vector<runtime::ModuleObject> objects(n);
     std::vector<std::exception_ptr> errors(n);
     std::atomic<std::size_t> running{n};
@@ -764,7 +764,7 @@ Library compile_shader(const std::string& source, const CompileOptions& options)
   jit::LogScope scope(name);  // names the preprocessor's run
   try {
     if (options.language == "cuda") {
-      lib = build_cuda_source(d, source, source_name(options));
+      lib = build_cuda_source(d, source, name);
     } else {
       shader::TranslationUnit tu = shader::preprocess(source, source_options(options));
       e.disk_files = tu.disk_files;
