@@ -11,6 +11,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 K = "kernel void k(device float* o, uint i [[thread_position_in_grid]]) { o[i] = 3; }"
 
 # Prints the `bronze` logger's records as JSON lines once `code` has run: a
@@ -60,6 +62,24 @@ def test_a_compile_is_recorded_at_info_a_miss_then_a_hit(tmp_path):
     compiles = [m for _, m, _ in second if m.startswith("compile k.metal on cpu")]
     assert len(compiles) == 1 and compiles[0].startswith("compile k.metal on cpu: cache hit ("), second
     assert not any("stored" in m for _, m, _ in second), second
+
+
+def test_an_nvrtc_compile_is_recorded_with_its_options(tmp_path):
+    # NVRTC alone (no GPU needed) compiles for sm_90 where it loads.
+    code = ("try:\n"
+            f"    bronze.compile_library({K!r}, filename='k.metal', archs=[90])\n"
+            "except bronze.NotSupportedError as e:\n"
+            "    print(json.dumps(('no NVRTC', str(e), '')))\n")
+    first = records(code, tmp_path, BRONZE_LOG="info")
+    if first and first[0][0] == "no NVRTC":
+        pytest.skip(first[0][1])
+    cuda = [m for _, m, _ in first if m.startswith("compile k.metal on cuda: ")]
+    assert cuda and all(m.startswith("compile k.metal on cuda: cache miss, done in ") for m in cuda), first
+    assert any("NVRTC " in m and " --gpu-architecture=sm_90 " in m for m in cuda), cuda
+    assert any(" --gpu-architecture=compute_90 " in m for m in cuda), cuda  # the library's PTX
+    second = records(code, tmp_path, BRONZE_LOG="info")
+    cuda = [m for _, m, _ in second if m.startswith("compile k.metal on cuda: ")]
+    assert cuda and all(m.startswith("compile k.metal on cuda: cache hit (") for m in cuda), second
 
 
 def test_records_of_a_compile_on_another_thread_are_delivered_there(tmp_path):
