@@ -198,7 +198,8 @@ def _compilers_of(cache):
 def test_a_long_compile_shows_progress_on_a_terminal_and_ctrl_c_stops_it(tmp_path):
     cache = tmp_path / "cache"
     master, terminal = pty.openpty()
-    env = dict(os.environ, BRONZE_CACHE_DIR=str(cache))
+    # A time limit bounds the test should the line never come.
+    env = dict(os.environ, BRONZE_CACHE_DIR=str(cache), BRONZE_COMPILE_TIMEOUT="300")
     env.pop("BRONZE_LOG", None)  # the line does not depend on the log
     child = subprocess.Popen([sys.executable, "-c", CTRL_C, SPIN], env=env, stdout=subprocess.PIPE,
                              stderr=terminal, text=True)
@@ -207,9 +208,10 @@ def test_a_long_compile_shows_progress_on_a_terminal_and_ctrl_c_stops_it(tmp_pat
         # The handshake: the line, written once the compile has run 2 s.
         shown = b""
         while b"bronze: compiling spin.metal (" not in shown:
-            data = os.read(master, 4096)
-            assert data, shown
-            shown += data
+            try:
+                shown += os.read(master, 4096)
+            except OSError:  # EIO: the child has ended
+                raise AssertionError(f"no progress line: {shown!r} {child.communicate()}") from None
         assert _compilers_of(cache), "the line is shown while the compiler runs"
         child.send_signal(signal.SIGINT)
         out, _ = child.communicate(timeout=60)  # the compile alone would take minutes
