@@ -57,6 +57,7 @@ def _info_lines(bronze):
     torch_inc = bronze._torch_include_dir()
     yield f"  PyTorch Metal headers (<c10/metal/...>): {torch_inc + '/c10/metal' if torch_inc else 'none (torch not installed)'}"
     yield f"  compile cache: {c['status']}"
+    yield f"  log (BRONZE_LOG): {bronze._C._log_level()}"
     yield f"  metal_capture: {'enabled' if bronze.profiler.is_metal_capture_enabled() else 'off (BRONZE_CAPTURE_ENABLED=1 enables it)'}"
 
 

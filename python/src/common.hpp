@@ -19,6 +19,20 @@ void bind_errors(nb::module_& m);
 void bind_runtime(nb::module_& m);
 void bind_tensor(nb::module_& m);
 void bind_shader(nb::module_& m);
+void bind_log(nb::module_& m);
+
+// bronze's log records handed to Python's logging, here (the GIL held, no
+// bronze lock held): log.cpp.
+void deliver_log();
+// For its lifetime this thread's records wait (a compile may run Python code
+// while it holds bronze's locks); they are delivered at its end.
+class DeferLogDelivery {
+ public:
+  DeferLogDelivery();
+  ~DeferLogDelivery();
+  DeferLogDelivery(const DeferLogDelivery&) = delete;
+  DeferLogDelivery& operator=(const DeferLogDelivery&) = delete;
+};
 
 // Drops a Python reference from any thread: directly when this thread holds
 // the GIL, else deferred to the interpreter's main thread (a stream worker

@@ -6,4 +6,5 @@ NB_MODULE(_C, m) {
   bronze::py::bind_runtime(m);
   bronze::py::bind_tensor(m);
   bronze::py::bind_shader(m);
+  bronze::py::bind_log(m);
 }

@@ -11,6 +11,7 @@
 #include "common.hpp"
 #include "jit/disk_cache.hpp"
 #include "jit/host_compiler.hpp"
+#include "jit/log.hpp"
 #include "jit/warnings.hpp"
 #include "shader/types.hpp"
 
@@ -354,6 +355,7 @@ void bind_shader(nb::module_& m) {
           converted.push_back(casts.empty() ? convert(args[i], p, from_array, temps) : casts.convert(i, args[i], p, from_array, temps));
         }
         k.dispatch(converted, opt);
+        if (jit::log_records_waiting()) deliver_log();  // the launch's record (BRONZE_LOG=debug)
       })
       .def("__repr__", [](const Kernel& k) { return "<bronze.Kernel '" + k.name() + "'>"; });
 

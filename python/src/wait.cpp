@@ -104,6 +104,7 @@ void run_interruptible(const std::function<void()>& call) {
   static const unsigned long main_thread =
       nb::cast<unsigned long>(nb::module_::import_("threading").attr("main_thread")().attr("ident"));
   PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
+  DeferLogDelivery log_after;  // the compile's records, once it has unwound
   auto pending = [&] {
     if (PyThread_get_thread_ident() != main_thread || g_exiting.load()) return false;
     nb::gil_scoped_acquire g;

@@ -22,6 +22,8 @@
 #include "jit/cpus.hpp"
 #include "jit/disk_cache.hpp"
 #include "jit/interrupt.hpp"
+#include "jit/log.hpp"
+#include "jit/progress.hpp"
 #include "jit/sha256.hpp"
 #include "jit/warnings.hpp"
 #include "backends/cuda/cuda_signatures.hpp"
@@ -204,6 +206,9 @@ struct BuildPlan {
   bool carve = false, checked_buffers = true;
 };
 
+// The unit's main file, as log records and the progress line name it.
+std::string unit_name(const shader::TranslationUnit& tu) { return tu.files.empty() ? "shader.metal" : tu.files[0].name; }
+
 // A Metal unit built by `backend`, one object per part of plan.kernels, or
 // the unit's errors in the user's files.
 std::vector<runtime::ModuleObject> build_module(const backends::ShaderBackend& backend,
@@ -211,7 +216,11 @@ std::vector<runtime::ModuleObject> build_module(const backends::ShaderBackend& b
                                                 BuildPlan& plan) {
   const KernelRange kernels = plan.kernels.within(ps);
   const std::size_t n = part_count(kernels.size());
+  const std::string name = kernels.size() == 1 && ps.kernels.size() > 1
+                               ? "kernel '" + ps.kernels[kernels.first].info.name + "' of " + unit_name(tu)
+                               : unit_name(tu);
   auto build = [&](std::size_t p) {
+    jit::LogScope scope(name, p, n);
     shader::RewriteOptions options;
     options.validate = plan.validate;
     options.checked_buffers = plan.checked_buffers;
@@ -225,6 +234,7 @@ std::vector<runtime::ModuleObject> build_module(const backends::ShaderBackend& b
     return backend.build(src);
   };
   auto build_parts = [&] {
+    jit::CompileProgress progress((plan.check_only ? "checking " : "compiling ") + name, n);
     std::vector<runtime::ModuleObject> objects(n);
     std::vector<std::exception_ptr> errors(n);
     std::atomic<std::size_t> running{n};
@@ -234,6 +244,7 @@ std::vector<runtime::ModuleObject> build_module(const backends::ShaderBackend& b
       } catch (...) {
         errors[p] = std::current_exception();
       }
+      progress.part_done();
       --running;
     };
     std::vector<std::thread> threads;
@@ -256,6 +267,10 @@ std::vector<runtime::ModuleObject> build_module(const backends::ShaderBackend& b
   std::vector<runtime::ModuleObject> objects = build_parts();
   auto f = failed(objects);
   if (f != objects.end() && f->static_shared_overflow && !plan.carve) {
+    jit::log(jit::LogLevel::Info, [&] {
+      return name + ": its threadgroup arrays are over CUDA's static shared memory: built again with them in "
+                    "dynamic shared memory";
+    });
     plan.carve = true;
     objects = build_parts();
     f = failed(objects);
@@ -265,6 +280,10 @@ std::vector<runtime::ModuleObject> build_module(const backends::ShaderBackend& b
     // `auto*`, passed as a reference to a pointer, advanced by `+=`, as MLX
     // and llama.cpp do) keeps them as pointers: the fences around the
     // buffers check it alone, and the errors reported are the code's own.
+    jit::log(jit::LogLevel::Info, [&] {
+      return name + ": validate=True's checked views of its buffers do not compile: built again with plain "
+                    "pointers (the fences around the buffers still check them)";
+    });
     plan.checked_buffers = false;
     objects = build_parts();
     f = failed(objects);
@@ -452,6 +471,8 @@ void built(detail::LibraryImpl& lib, std::size_t k) {
   std::call_once(z.built[k], [&] {
     const backends::ShaderBackend& backend = backends::shader_backend(lib.device.type);
     const KernelRange one{k, k + 1};
+    const std::string name = "kernel '" + lib.kernels[k].name + "' of " + unit_name(z.unit);
+    jit::LogScope scope(name);
     std::optional<runtime::ModuleObject> object;
     if (auto entry = detail::read_kernel_object(z.record_key, k)) object = backend.cached(entry->first, entry->second);
     if (!object) {
@@ -504,6 +525,12 @@ const detail::LibraryImpl::Aliased& aliased_entry(detail::LibraryImpl& lib, std:
   const backends::ShaderBackend& backend = backends::shader_backend(lib.device.type);
   runtime::ModuleSource src = shader::module_source(tu, ps, options, backend.generate(tu.text, ps, options));
   src.gpu_arch = runtime::device_impl(lib.device).gpu_arch();
+  const std::string name = "kernel '" + lib.kernels[k].name + "' without __restrict__";
+  jit::LogScope scope(name);
+  jit::log(jit::LogLevel::Info, [&] {
+    return "kernel '" + lib.kernels[k].name + "': a launch binds one buffer to a read-only and a written parameter: "
+           "built again without __restrict__ for such launches";
+  });
   runtime::ModuleObject o = backend.build(src);
   if (!o.ok) shader::raise_build_error(o.diagnostics, ps, tu.files);
   std::vector<runtime::ModuleKernel> mk = {module_kernel(unit_k, lib.kernels[k])};
@@ -535,8 +562,19 @@ std::shared_ptr<detail::LibraryImpl> load_bronzelib_cuda(const Device& d, const 
                                                          const shader::ParsedSource& ps) {
   int arch = runtime::device_impl(d).gpu_arch();
   std::vector<runtime::ModuleObject> objects = target_objects(f, cubin_target(arch));
-  for (int a = arch; a > 0 && objects.empty(); --a) objects = target_objects(f, ptx_target(a));
+  for (int a = arch; a > 0 && objects.empty(); --a) {
+    objects = target_objects(f, ptx_target(a));
+    if (!objects.empty())
+      jit::log(jit::LogLevel::Info, [&] {
+        return f.filename + ": the .bronzelib has no cubin for sm_" + std::to_string(arch) + ": its PTX for compute_" +
+               std::to_string(a) + " is compiled by the driver";
+      });
+  }
   if (objects.empty()) {
+    jit::log(jit::LogLevel::Info, [&] {
+      return f.filename + ": the .bronzelib has no cubin for sm_" + std::to_string(arch) +
+             " nor PTX it could run: built from its source";
+    });
     BuildPlan plan;
     plan.arch = arch;
     objects = build_module(backends::shader_backend(d.type), tu, ps, plan);
@@ -722,9 +760,11 @@ Library compile_shader(const std::string& source, const CompileOptions& options)
   // Outside the lock: compiles of other sources run in parallel.
   std::shared_ptr<detail::LibraryImpl> lib;
   HotEntry e;
+  const std::string name = source_name(options);
+  jit::LogScope scope(name);  // names the preprocessor's run
   try {
     if (options.language == "cuda") {
-      lib = build_cuda_source(d, source, source_name(options));
+      lib = build_cuda_source(d, source, name);
     } else {
       shader::TranslationUnit tu = shader::preprocess(source, source_options(options));
       e.disk_files = tu.disk_files;
@@ -809,7 +849,12 @@ Library load_metallib(const std::vector<std::uint8_t>& bytes, std::optional<Devi
   for (const auto& [target, object] : f.objects)
     if (target == shader::host_cpu_target()) objects.push_back(image_object(object));
   // No object for this host: build one from the library's unit.
-  if (objects.empty()) return Library(build_unit(d, tu, false));
+  if (objects.empty()) {
+    jit::log(jit::LogLevel::Info, [&] {
+      return f.filename + ": the .bronzelib has no object for " + shader::host_cpu_target() + ": built from its source";
+    });
+    return Library(build_unit(d, tu, false));
+  }
   try {
     return Library(load_unit(d, tu.text, jit::sha256_hex(tu.text), ps, objects));
   } catch (const ValueError&) {
@@ -1118,6 +1163,11 @@ void Kernel::dispatch(const std::vector<KernelArg>& args, const DispatchOptions&
     }
     l.args = std::move(entry);
   }
+  jit::log(jit::LogLevel::Debug, [&] {
+    return "launch " + ki.name + " grid " + std::to_string(l.grid[0]) + "x" + std::to_string(l.grid[1]) + "x" +
+           std::to_string(l.grid[2]) + " group " + std::to_string(l.group[0]) + "x" + std::to_string(l.group[1]) +
+           "x" + std::to_string(l.group[2]) + " on " + lib_->device.str() + " stream " + std::to_string(stream->id());
+  });
   runtime::device_impl(lib_->device).launch(*stream, std::move(l));
 }
 

@@ -20,6 +20,7 @@
 #include "bronze/error.hpp"
 #include "jit/env.hpp"
 #include "jit/files.hpp"
+#include "jit/log.hpp"
 #include "jit/sha256.hpp"
 #include "jit/warnings.hpp"
 
@@ -203,6 +204,7 @@ std::optional<std::string> DiskCache::lookup(const std::string& key, const std::
   std::string path = dir_ + "/" + key + suffix;
   std::string data;
   if (!read_file(path, data)) {
+    log(LogLevel::Debug, [&] { return "compile cache lookup " + key + suffix + ": miss"; });
     std::lock_guard<std::mutex> g(mu_);
     counters_.misses++;
     return std::nullopt;
@@ -213,6 +215,9 @@ std::optional<std::string> DiskCache::lookup(const std::string& key, const std::
     Sha256().update(key + suffix).update(data.data(), data.size() - kTrailer).digest(digest);
     ok = std::memcmp(digest, data.data() + data.size() - kTrailer, 32) == 0;
   }
+  log(ok ? LogLevel::Debug : LogLevel::Info, [&] {
+    return "compile cache lookup " + key + suffix + (ok ? ": hit" : ": corrupt (removed; built again)");
+  });
   std::lock_guard<std::mutex> g(mu_);
   if (!ok) {  // truncated or corrupted: drop it, the caller rebuilds
     ::unlink(path.c_str());
@@ -252,6 +257,7 @@ std::string DiskCache::store(const std::string& key, const std::string& suffix, 
     std::lock_guard<std::mutex> g(mu_);
     counters_.stores++;
   }
+  log(LogLevel::Info, [&] { return "compile cache: stored " + key + suffix + " (" + LogScope::name() + ")"; });
   trim(path);
   return path;
 }

@@ -70,6 +70,20 @@ long long env_count(const char* var, long long fallback, long long min) {
   return n;
 }
 
+int env_choice(const char* var, int fallback, std::initializer_list<const char*> names) {
+  const char* v = value_of(var);
+  if (!v) return fallback;
+  const std::string s = lower(v);
+  std::string expected;
+  int i = 0;
+  for (const char* n : names) {
+    if (s == n) return i;
+    expected += std::string(i == 0 ? "" : i + 1 == static_cast<int>(names.size()) ? " or " : ", ") + n;
+    ++i;
+  }
+  refuse(var, v, expected);
+}
+
 double env_seconds(const char* var, double fallback, double max) {
   const char* v = value_of(var);
   if (!v) return fallback;

@@ -5,6 +5,8 @@
 // error is the error of the call that needed it, and `bronze info` says it.
 #pragma once
 
+#include <initializer_list>
+
 namespace bronze::jit {
 
 // A byte count: "1073741824", "512M", "1G", "2GiB" (K, M, G, T: powers of
@@ -17,6 +19,9 @@ bool env_bool(const char* var, bool fallback);
 // A whole number >= min, in decimal digits (one past long long is refused
 // too, never wrapped).
 long long env_count(const char* var, long long fallback, long long min);
+
+// One of `names` (in any case): its index.
+int env_choice(const char* var, int fallback, std::initializer_list<const char*> names);
 
 // Seconds: a decimal number ("10", "0.5", "1e3") in [0, max].
 double env_seconds(const char* var, double fallback, double max);

@@ -28,6 +28,7 @@
 #include "jit/env.hpp"
 #include "jit/files.hpp"
 #include "jit/interrupt.hpp"
+#include "jit/log.hpp"
 #include "jit/sha256.hpp"
 
 extern char** environ;
@@ -479,7 +480,9 @@ std::string preprocessor_path() {
     if (!cc.chosen_by.empty()) return std::string();  // the one chosen or none, never another
     // GCC's preprocessor alone (a CUDA machine without g++) takes the same flags.
     std::string cpp = which("cpp");
-    return !cpp.empty() && probe_compiler(cpp).status.empty() ? cpp : std::string();
+    if (cpp.empty() || !probe_compiler(cpp).status.empty()) return std::string();
+    log(LogLevel::Info, [&] { return "no C++ compiler (" + cc.status + "): Metal sources are preprocessed by " + cpp; });
+    return cpp;
   }();
   return p;
 }
@@ -502,7 +505,12 @@ PreprocessResult run_preprocessor(const std::string& dir, const std::string& mai
   PreprocessResult r;
   const std::string out = dir + "/preprocessed.out";
   // Preprocessing needs little memory: a lower cap stops a macro bomb early.
+  const auto start = std::chrono::steady_clock::now();
   r.ok = run(argv, r.diagnostics, out, dir, 1ull << 30) == 0;
+  log(LogLevel::Info, [&] {
+    return "preprocess " + LogScope::name() + ": " + (r.ok ? "done" : "failed") + " in " + elapsed(start) + ": " +
+           command_line(argv);
+  });
   r.output = read_file(out);
   ::unlink(out.c_str());
   return r;
@@ -542,8 +550,13 @@ std::string compile_in(const HostCompiler& cc, const std::string& work, const st
   if (output != "-") argv.insert(argv.end(), {"-o", work + "/" + output});
   argv.push_back(work + "/kernel.cpp");
   std::string messages;
+  const auto start = std::chrono::steady_clock::now();
   int rc = run(argv, messages);
   if (rc == 0 && output != "-" && !is_elf(work + "/" + output)) rc = 1;
+  log(LogLevel::Info, [&] {
+    return std::string(output == "-" ? "check " : "compile ") + LogScope::name() + " on cpu: cache miss, " +
+           (rc == 0 ? "done" : "failed") + " in " + elapsed(start) + ": " + command_line(argv);
+  });
   if (rc == 0) return "";
   for (std::size_t at = messages.find(work + "/"); at != std::string::npos; at = messages.find(work + "/", at))
     messages.erase(at, work.size() + 1);
@@ -558,7 +571,10 @@ std::optional<std::string> cached_shared_object(const std::string& key) {
   // What is loaded is a pin of the entry: another process's trim may remove
   // the entry before the dlopen (then, before the pin: built again).
   DiskCache& cache = DiskCache::instance();
-  if (auto hit = cache.lookup(key, ".so")) return cache.pin(*hit);
+  if (auto hit = cache.lookup(key, ".so")) {
+    log(LogLevel::Info, [&] { return "compile " + LogScope::name() + " on cpu: cache hit (" + key + ".so)"; });
+    return cache.pin(*hit);
+  }
   return std::nullopt;
 }
 
@@ -569,7 +585,10 @@ std::string check_source(const std::string& source, const std::vector<std::pair<
   flags.push_back("-fsyntax-only");
   const std::string k = compile_key(cc, flags, headers, source);
   DiskCache& cache = DiskCache::instance();
-  if (cache.lookup(k, ".checked")) return "";
+  if (cache.lookup(k, ".checked")) {
+    log(LogLevel::Info, [&] { return "check " + LogScope::name() + " on cpu: cache hit (" + k + ".checked)"; });
+    return "";
+  }
   std::string work = cache.make_work_dir();
   std::vector<std::string> files;
   try {

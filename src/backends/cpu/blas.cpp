@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "bronze/error.hpp"
+#include "jit/log.hpp"
 
 namespace bronze::cpu::blas {
 namespace {
@@ -45,6 +46,9 @@ const Lib& lib() {
         r.sgemm = s;
         r.dgemm = d;
         r.status = name;
+        jit::log(jit::LogLevel::Info, [&] {
+          return "mm on the CPU uses " + r.status + (tried.empty() ? std::string() : " (not loaded: " + tried + ")");
+        });
         return r;
       }
       tried += std::string(tried.empty() ? "" : "; ") + name + ": no cblas_sgemm";

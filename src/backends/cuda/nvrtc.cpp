@@ -3,6 +3,8 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 
 #include "backends/cuda/toolkit_paths.hpp"
@@ -11,6 +13,7 @@
 #include "jit/files.hpp"
 #include "jit/host_compiler.hpp"
 #include "jit/interrupt.hpp"
+#include "jit/log.hpp"
 #include "jit/serial.hpp"
 #include "jit/sha256.hpp"
 
@@ -152,13 +155,21 @@ std::optional<NvrtcResult> run_in_worker(const NvrtcRequest& rq) {
     std::string messages, data;
     if (jit::run_helper({worker_path(), request, result}, messages) == 0 && jit::read_file(result, data))
       out = decode_result(data);
+    if (!out)
+      jit::log(jit::LogLevel::Info, [&] {
+        return "bronze-nvrtc gave no result (" + (messages.empty() ? std::string("no message") : messages) +
+               "): compiled in this process instead";
+      });
   } catch (const jit::Interrupted&) {
     jit::remove_tree(dir);
     throw;
   } catch (const ShaderCompileError&) {  // past the compile's time or memory limit: the build's error
     jit::remove_tree(dir);
     throw;
-  } catch (const Error&) {  // not started: compiled here instead
+  } catch (const Error& e) {  // not started: compiled here instead
+    jit::log(jit::LogLevel::Info, [&] {
+      return std::string("bronze-nvrtc did not start (") + e.what() + "): compiled in this process instead";
+    });
   }
   jit::remove_tree(dir);
   return out;
@@ -208,6 +219,7 @@ NvrtcResult nvrtc_run(const NvrtcRequest& rq) {
 }
 
 NvrtcResult nvrtc_compile(const NvrtcRequest& rq) {
+  static std::atomic<bool> said_no_worker{false};
   const Nvrtc& n = lib();
   if (!n.version) throw NotSupportedError("CUDA kernels need NVRTC: " + n.status);
   // The key covers everything the output depends on: compiler, options,
@@ -222,6 +234,10 @@ NvrtcResult nvrtc_compile(const NvrtcRequest& rq) {
   auto& cache = jit::DiskCache::instance();
   if (cacheable) {
     if (auto hit = nvrtc_cached(k, suffix)) {
+      jit::log(jit::LogLevel::Info, [&] {
+        return std::string(rq.syntax_only ? "check " : "compile ") + jit::LogScope::name() + " on cuda: cache hit (" +
+               k + suffix + ")";
+      });
       NvrtcResult out;
       out.ok = true;
       out.image = std::move(*hit);
@@ -230,8 +246,21 @@ NvrtcResult nvrtc_compile(const NvrtcRequest& rq) {
     }
   }
   std::optional<NvrtcResult> worked;
-  if (rq.in_worker && cacheable && !worker_path().empty()) worked = run_in_worker(rq);
+  const auto start = std::chrono::steady_clock::now();
+  if (rq.in_worker && cacheable) {
+    if (!worker_path().empty()) worked = run_in_worker(rq);
+    else if (!said_no_worker.exchange(true))  // said once
+      jit::log(jit::LogLevel::Info, [] {
+        return std::string("bronze-nvrtc is not beside bronze's module: the parts of a unit compile in this process, "
+                           "one at a time");
+      });
+  }
   NvrtcResult out = worked ? std::move(*worked) : nvrtc_run(rq);
+  jit::log(jit::LogLevel::Info, [&] {
+    return std::string(rq.syntax_only ? "check " : "compile ") + jit::LogScope::name() + " on cuda: " +
+           (cacheable ? "cache miss, " : "") + (out.ok ? "done" : "failed") + " in " + jit::elapsed(start) +
+           (worked ? " (bronze-nvrtc)" : "") + ": " + n.status + " " + jit::command_line(options(rq));
+  });
   if (out.ok && cacheable && cache.writable()) {
     cache.write(k, suffix, std::string(out.image.begin(), out.image.end()));
     out.cache_key = k, out.cache_suffix = suffix;
