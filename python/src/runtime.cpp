@@ -206,7 +206,8 @@ void bind_runtime(nb::module_& m) {
   m.def("reset_peak_memory_stats", &reset_peak_memory_stats, nb::arg("device") = nb::none(),
         "Sets the peaks of memory_stats() to the current values.");
 
-  m.def("manual_seed", &manual_seed, nb::arg("seed"));
+  m.def("manual_seed", &manual_seed, nb::arg("seed"), "Seeds every device's generator (bronze.manual_seed also "
+        "takes negative seeds and whatever int() takes).");
   m.def("seed", &bronze::seed, "Seeds every device's generator from a random number, and returns the seed.");
   m.def("initial_seed", &initial_seed, nb::arg("device") = nb::none(),
         "The seed the device's generator was last seeded with.");
