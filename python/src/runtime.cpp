@@ -176,7 +176,7 @@ void bind_runtime(nb::module_& m) {
         return start.elapsed_time(end);
       }, nb::arg("end_event"),
            "Milliseconds from this event to end_event, once both have completed (it waits). Both need "
-           "enable_timing=True and to have been recorded, or it raises ValueError.")
+           "enable_timing=True and to have been recorded, or it raises BronzeError (a RuntimeError).")
       .def_prop_ro("enable_timing", &Event::enable_timing, "Whether the event records timestamps.");
 
   m.def("current_allocated_memory", &current_allocated_memory, nb::arg("device") = nb::none(),
