@@ -10,9 +10,12 @@ Devices are "cpu" (always present) and "cuda:N". Work is queued on streams
 and runs asynchronously; synchronize() waits for it.
 """
 
+from __future__ import annotations
+
 import builtins as _builtins
 import math as _math
 import os as _os
+import typing as _typing
 
 from . import _interpreter  # noqa: F401  (first: refuses a subinterpreter before the C++ core loads)
 from . import errors
@@ -104,12 +107,37 @@ from . import _arguments  # noqa: E402
 
 _arguments.shorten(globals(), [n for n in list(globals()) if not n.startswith("_")])
 for _cls in (Tensor, Stream, Event, device, Library):
-    _arguments.shorten_methods(_cls)
+    # Their constructors say themselves what they take (a last overload
+    # refuses other arguments in one line).
+    _arguments.shorten_methods(_cls, skip=("__init__",))
+
+from ._tensor import DeviceLike as _DeviceLike  # noqa: E402
+from ._kernel_doc import KernelDoc as _KernelDoc  # noqa: E402
+
+Kernel.__doc__ = _KernelDoc(Kernel.__doc__)  # type: ignore[assignment]  # help(lib.k): that kernel's
+_Paths = _typing.Union[str, "_os.PathLike[str]", _typing.Iterable[_typing.Union[str, "_os.PathLike[str]"]]]
 
 __version__ = "0.1.0"
 
+# The public API (what `from bronze import *` takes; type checkers read re-exports from it).
+__all__ = [
+    "BronzeError", "DeviceError", "DeviceProperties", "Event", "Kernel", "KernelArgumentError",
+    "KernelNotFoundError", "Library", "NotSupportedError", "OutOfMemoryError", "ProfilerError",
+    "ShaderCompileError", "ShaderNotSupportedError", "Stream", "Tensor", "arange", "as_dtype", "asarray",
+    "bfloat16", "bool", "cache_info", "compile_library", "compile_shader", "cuda_status",
+    "current_allocated_memory", "current_device", "current_stream", "default_stream", "device", "device_count",
+    "devices", "driver_allocated_memory", "dtype", "empty", "empty_cache", "errors", "event", "find_kernels",
+    "float16", "float32", "float64", "from_dlpack", "full", "get_device_properties",
+    "get_per_process_memory_fraction", "get_rng_state", "half", "host_alias", "host_visible_memory_stats",
+    "initial_seed", "int16", "int32", "int64", "int8", "is_available", "kernel_time_limit", "load_metallib",
+    "manual_seed", "memory_stats", "metal_kernel", "mm", "mps", "ones", "profiler", "rand", "randint", "randn",
+    "recommended_max_memory", "reset_peak_memory_stats", "seed", "set_device", "set_kernel_time_limit",
+    "set_per_process_memory_fraction", "set_rng_state", "set_stream", "stream", "synchronize", "tensor", "uint16",
+    "uint32", "uint64", "uint8", "zeros",
+]
 
-def set_per_process_memory_fraction(fraction, device=None):
+
+def set_per_process_memory_fraction(fraction: float, device: _DeviceLike = None) -> None:
     """Limits this process's memory on the device to fraction * recommended_max_memory().
 
     As torch.mps: fraction must be a float (TypeError otherwise) in [0, 2]
@@ -121,7 +149,7 @@ def set_per_process_memory_fraction(fraction, device=None):
     _C._set_per_process_memory_fraction(fraction, device)
 
 
-def manual_seed(seed):
+def manual_seed(seed: _typing.SupportsInt | str) -> None:
     """Seeds every device's generator.
 
     As torch.manual_seed: takes whatever int() takes; a negative seed wraps
@@ -181,8 +209,12 @@ def _str_pairs(mapping, what):
     return out
 
 
-def compile_shader(source, language="metal", device=None, filename="shader.metal", validate=False,
-                   include_dirs=(), headers=None, defines=None, constants=None, math_mode="fast"):
+def compile_shader(source: str, language: str = "metal", device: _DeviceLike = None,
+                   filename: str | _os.PathLike[str] = "shader.metal", validate: _builtins.bool = False,
+                   include_dirs: _Paths = (), headers: _typing.Mapping[str, str] | None = None,
+                   defines: _typing.Mapping[str, str | int | float] | None = None,
+                   constants: _typing.Mapping[str | int, _builtins.bool | int | float] | None = None,
+                   math_mode: str = "fast") -> Library:
     """Compiles Metal (or, on CUDA, CUDA C++) source; kernels are the library's attributes.
 
     The source runs through a C preprocessor first, with Metal 3.2's predefined
@@ -197,15 +229,30 @@ def compile_shader(source, language="metal", device=None, filename="shader.metal
     division and square root, reassociation), "relaxed" (no reassociation) or
     "safe" (IEEE, precise:: functions); precise:: and fast:: functions keep
     their meaning in every mode. Without a device the library runs where its
-    tensors are (built for another device on first use there).
+    tensors are (built for another device on first use there). validate=True
+    bounds-checks every buffer access of its kernels (an access out of range
+    raises DeviceError at the next synchronize, naming kernel, parameter and
+    index) and refuses a tensor whose dtype is not its buffer's.
+
+    A source of more than 8 kernels is checked whole here and each kernel is
+    built on its first use (lib.warmup() builds them all). help(lib.name)
+    gives a kernel's parameters and how a call binds them.
+
+    Raises ShaderCompileError (a SyntaxError) with the line and column in
+    your source for a shader that does not compile (ShaderNotSupportedError
+    for a part of Metal bronze does not emulate), TypeError and ValueError
+    for arguments of the wrong type or value.
     """
     return _compile(source, language, device, filename, validate, include_dirs, headers, defines, False, constants,
                     math_mode)
 
 
-def find_kernels(source, filename="shader.metal", include_dirs=(), headers=None, defines=None):
+def find_kernels(source: str, filename: str | _os.PathLike[str] = "shader.metal", include_dirs: _Paths = (),
+                 headers: _typing.Mapping[str, str] | None = None,
+                 defines: _typing.Mapping[str, str | int | float] | None = None) -> list[str]:
     """The names of the kernels a Metal source defines, as compile_shader would
-    find them, without building anything (for checking what a file offers)."""
+    find them, without building anything (for checking what a file offers).
+    Raises ShaderCompileError where the preprocessor or parser cannot read it."""
     return _compile(source, "metal", None, filename, False, include_dirs, headers, defines, True)
 
 
@@ -263,7 +310,8 @@ def _compile(source, language, device, filename, validate, include_dirs, headers
                               [] if plain else _constant_values(constants), math_mode)
 
 
-def load_metallib(source, device=None, signatures=None, rebuild=False):
+def load_metallib(source: bytes | bytearray | memoryview | str | _os.PathLike[str], device: _DeviceLike = None,
+                  signatures: str | None = None, rebuild: _builtins.bool = False) -> Library:
     """Loads a precompiled kernel library: bytes/bytearray, or a path (str/PathLike).
 
     Reads bronze's .bronzelib format (`bronze compile FILE.metal -o FILE.bronzelib`)
@@ -292,20 +340,26 @@ def load_metallib(source, device=None, signatures=None, rebuild=False):
     return _C._load_metallib(data, device, signatures or "", rebuild)
 
 
-def compile_library(source, filename="shader.metal", device=None, archs=(), include_dirs=(), headers=None,
-                    defines=None, constants=None, math_mode="fast"):
+def compile_library(source: str, filename: str | _os.PathLike[str] = "shader.metal", device: _DeviceLike = None,
+                    archs: str | int | _typing.Iterable[str | int] = (), include_dirs: _Paths = (),
+                    headers: _typing.Mapping[str, str] | None = None,
+                    defines: _typing.Mapping[str, str | int | float] | None = None,
+                    constants: _typing.Mapping[str | int, _builtins.bool | int | float] | None = None,
+                    math_mode: str = "fast") -> bytes:
     """Compiles Metal source ahead of time into .bronzelib bytes (for load_metallib).
 
     The library holds the preprocessed source (its includes resolved, so it
     loads anywhere), this host's CPU object and, for each GPU architecture in
     archs ("sm_90" or 90, or a list of them), a cubin, plus PTX for the oldest (needs NVRTC, not a
     GPU). include_dirs, headers, defines, constants and math_mode as for
-    compile_shader; the library keeps its math mode.
+    compile_shader; the library keeps its math mode. Raises
+    ShaderCompileError as compile_shader does, ValueError for an
+    architecture that is not "sm_NN" or NN.
     """
-    filename = _source_arguments("compile_library", source, filename, math_mode)
+    name = _source_arguments("compile_library", source, filename, math_mode)
     if isinstance(archs, (str, int)):  # one architecture
         archs = [archs]
-    return _C._compile_library(source, filename, device, [_arch_number(a) for a in archs],
+    return _C._compile_library(source, name, device, [_arch_number(a) for a in archs],
                                _dirs(include_dirs), _str_pairs(headers, "headers"), _str_pairs(defines, "defines"),
                                _torch_include_dir(), _constant_values(constants), math_mode)
 
@@ -318,16 +372,19 @@ def _arch_number(arch):
     raise ValueError(f"a GPU architecture is 'sm_90' or 90, got {arch!r}")
 
 
-def get_rng_state(device=None):
-    """The generator state of the device as a uint8 CPU tensor (44 bytes)."""
+def get_rng_state(device: _DeviceLike = None) -> Tensor:
+    """The generator state of the device (the current device by default) as a
+    uint8 CPU tensor of 44 bytes (seed and offset), for set_rng_state()."""
     import numpy as np
 
     raw = _C._get_rng_state(device)
     return asarray(np.frombuffer(raw, dtype=np.uint8).copy(), device="cpu")
 
 
-def set_rng_state(new_state, device=None):
-    """Restores a state returned by get_rng_state()."""
+def set_rng_state(new_state: Tensor, device: _DeviceLike = None) -> None:
+    """Restores a state returned by get_rng_state() on the device (the current
+    device by default). Raises TypeError unless it is a uint8 bronze.Tensor,
+    ValueError for one that is no generator state."""
     if not isinstance(new_state, Tensor):
         raise TypeError(f"RNG state must be a bronze.Tensor, got {type(new_state).__name__}")
     if new_state.dtype != uint8:
@@ -335,7 +392,9 @@ def set_rng_state(new_state, device=None):
     _C._set_rng_state(new_state.numpy().tobytes(), device)
 
 
-def _tensor_repr(self):
+@_arguments.method(Tensor, "__repr__")
+def _tensor_repr(self: Tensor) -> str:
+    """The elements (read as numpy() reads them), the device and the dtype."""
     try:
         body = repr(self.to(float32).numpy() if self.dtype == bfloat16 else self.numpy())
     except Exception as e:  # a failing device must not break repr()
@@ -343,20 +402,26 @@ def _tensor_repr(self):
     return f"bronze.Tensor({body}, device='{self.device}', dtype={self.dtype})"
 
 
-Tensor.__repr__ = _tensor_repr
+if _typing.TYPE_CHECKING:
+    # Methods added to the C++ classes name types so that the classes' stub
+    # (made from them, where `bool` is not this module's) reads them too.
+    import builtins
+    import typing
 
 
-def _specialize(self, name, constants):
+@_arguments.method(Library, "specialize")
+def _specialize(self: Library, name: str,
+                constants: typing.Mapping[str | int, builtins.bool | int | float] | None) -> Kernel:
     """The kernel `name` with these function constant values over the library's
     own (`{"has_mask": True, 3: 0.5}`, as compile_shader's constants=), as
     MTLLibrary's newFunctionWithName:constantValues: gives it; each kernel
     and set is built once per library, that kernel alone. A parameter guarded
-    by a false constant takes no argument in that kernel."""
+    by a false constant takes no argument in that kernel. Raises
+    KernelNotFoundError for a name that is no kernel of the library,
+    ShaderCompileError where the build fails."""
     if not isinstance(name, str):
         raise TypeError(f"specialize needs the kernel's name as str, got {type(name).__name__}")
     return self._specialize(_arguments.text(name, "the kernel's name"), _constant_values(constants))
 
-
-Library.specialize = _specialize
 
 from . import mps  # noqa: F401,E402  (torch.mps's names, last: it takes compile_shader and the others from here)

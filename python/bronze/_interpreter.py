@@ -8,7 +8,7 @@ here, before bronze._C loads.
 """
 
 try:
-    import _xxsubinterpreters as _interpreters
+    import _xxsubinterpreters as _interpreters  # type: ignore[import-not-found]  # CPython's own, untyped
 except ImportError:  # no subinterpreters, or a Python that checks them itself
     _interpreters = None
 

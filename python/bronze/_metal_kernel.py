@@ -7,8 +7,11 @@ library per distinct signature, memoized there) and launches it with
 Metal's dispatchThreads semantics (`grid` counts threads).
 """
 
+from __future__ import annotations
+
 import builtins
 import re
+import typing
 
 import numpy as np
 
@@ -89,8 +92,9 @@ def _dims(value, what):
 class MetalKernel:
     """A Metal kernel from a body, called as MLX's metal_kernel objects are."""
 
-    def __init__(self, name, input_names, output_names, source, header="", ensure_row_contiguous=True,
-                 atomic_outputs=False):
+    def __init__(self, name: str, input_names: typing.Sequence[str], output_names: typing.Sequence[str], source: str,
+                 header: str = "", ensure_row_contiguous: bool = True, atomic_outputs: bool = False) -> None:
+        """See metal_kernel()."""
         for what, v in (("name", name), ("source", source), ("header", header)):
             if not isinstance(v, str):
                 raise TypeError(f"metal_kernel: {what} must be a str, got {type(v).__name__}")
@@ -143,9 +147,18 @@ class MetalKernel:
             text += f'template [[host_name("{host}")]] [[kernel]] decltype({inst}) {inst};\n'
         return text, host, binds
 
-    def __call__(self, *, inputs, output_shapes, output_dtypes, grid, threadgroup, template=None,
-                 init_value=None, verbose=False, stream=None, device=None):
-        """Runs the kernel on `device` (the current device by default); returns the outputs."""
+    def __call__(self, *, inputs: typing.Sequence[typing.Any], output_shapes: typing.Sequence[typing.Sequence[int]],
+                 output_dtypes: typing.Sequence[typing.Any], grid: typing.Sequence[int],
+                 threadgroup: typing.Sequence[int],
+                 template: typing.Sequence[tuple[str, typing.Any]] | None = None, init_value: float | None = None,
+                 verbose: bool = False, stream: _C.Stream | None = None,
+                 device: _C.device | str | None = None) -> list[_C.Tensor]:
+        """Runs the kernel on `device` (the current device by default) and returns
+        the outputs: grid counts threads (3 ints, as dispatchThreads),
+        threadgroup the threads of a group; inputs on another device are copied
+        there. Raises ValueError for counts that do not match the names,
+        TypeError for a dtype Metal has not, ShaderCompileError at the
+        generated source's lines."""
         if isinstance(inputs, (str, bytes)) or not hasattr(inputs, "__len__"):
             raise TypeError("inputs must be a list of arrays")
         if len(inputs) != len(self.input_names):
@@ -156,7 +169,8 @@ class MetalKernel:
         template = list(template or [])
         grid, threadgroup = _dims(grid, "grid"), _dims(threadgroup, "threadgroup")
         # On the current device, as MLX's default stream: inputs elsewhere are copied there.
-        dev = _C.device(device) if device is not None else _C.current_device()
+        dev = (_C.current_device() if device is None else device if isinstance(device, _C.device)
+               else _C.device(str(device)))  # a name, or a torch.device
         ts = []
         for x in inputs:
             t = asarray(x)
@@ -173,7 +187,7 @@ class MetalKernel:
         from . import compile_shader  # the package's, defined after this module is imported
 
         lib = compile_shader(text, device=dev, filename=f"custom_kernel_{self.name}.metal")
-        args = []
+        args: list[typing.Any] = []
         for t, (scalar, shape, strides, ndim) in zip(ts, binds):
             args.append(t if t.is_contiguous() else t._span())
             if shape:  # `constant int*` buffers: tensors where the kernel runs
@@ -191,8 +205,8 @@ class MetalKernel:
         return outs
 
 
-def metal_kernel(name, input_names, output_names, source, header="", ensure_row_contiguous=True,
-                 atomic_outputs=False):
+def metal_kernel(name: str, input_names: typing.Sequence[str], output_names: typing.Sequence[str], source: str,
+                 header: str = "", ensure_row_contiguous: bool = True, atomic_outputs: bool = False) -> MetalKernel:
     """A kernel from the body of a Metal function, as MLX's mx.fast.metal_kernel.
 
     The signature is generated from the call: each input is a `const device T*`

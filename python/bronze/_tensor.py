@@ -1,13 +1,27 @@
 """Tensor creation and conversion helpers (argument handling only; the work
 is done in C++)."""
 
+from __future__ import annotations
+
 import builtins
+import typing
 
 import numpy as _np
 
 from . import _C
+from ._arguments import method
 from ._C import Tensor, dtype
 from ._C import empty  # noqa: F401  (bound in C++: the allocation hot path)
+
+if typing.TYPE_CHECKING:
+    # Methods added to Tensor name the types as `bronze.X`: the stub of the
+    # class (made from them) has properties called dtype and device.
+    import bronze
+    import numpy.typing as npt
+
+# What tensor-making functions take as a dtype, a device and a shape.
+DTypeLike = typing.Union[dtype, str, typing.Any]  # also NumPy and torch dtypes
+DeviceLike = typing.Union["_C.device", str, None]
 
 _NUMPY_TO_DTYPE = {
     _np.dtype("bool"): dtype.bool,
@@ -28,8 +42,9 @@ _NAMES.update(bfloat16=dtype.bfloat16, half=dtype.float16, float=dtype.float32, 
               int=dtype.int32, long=dtype.int64)
 
 
-def as_dtype(d):
-    """A bronze dtype from a bronze dtype, a name, a NumPy dtype or a torch dtype."""
+def as_dtype(d: DTypeLike) -> dtype:
+    """A bronze dtype from a bronze dtype, a name ("float32", "half", "int"),
+    a NumPy dtype or a torch dtype. Raises TypeError for any other."""
     if isinstance(d, dtype):
         return d
     if isinstance(d, str):
@@ -66,13 +81,18 @@ def _is_device(a):
     return isinstance(a, _C.device) or (isinstance(a, str) and a.split(":")[0] in ("cpu", "cuda"))
 
 
-def _to(self, *args, dtype=None, device=None):
-    """t.to(device), t.to(dtype) or t.to(device, dtype): self when nothing changes."""
+@method(Tensor)
+def to(self: Tensor, *args: bronze.device | bronze.dtype | str, dtype: bronze.dtype | str | None = None,
+       device: bronze.device | str | None = None) -> Tensor:
+    """t.to(device), t.to(dtype) or t.to(device, dtype) (positionally or by
+    keyword): the tensor converted or copied there, or self when nothing
+    changes. Raises TypeError for an unknown dtype, ValueError for an unknown
+    device."""
     for a in args:
         if _is_device(a):
-            device = a
+            device = a  # type: ignore[assignment]  # _is_device(a) says it is one
         else:
-            dtype = a
+            dtype = a  # type: ignore[assignment]
     t = self
     if dtype is not None:
         t = t._to_dtype(as_dtype(dtype))
@@ -81,31 +101,65 @@ def _to(self, *args, dtype=None, device=None):
     return t
 
 
-Tensor.to = _to
-Tensor.cpu = lambda self: self.to("cpu")
-Tensor.tolist = lambda self: self.numpy().tolist()
-Tensor.float = lambda self: self.to(dtype=dtype.float32)
-Tensor.half = lambda self: self.to(dtype=dtype.float16)
-Tensor.double = lambda self: self.to(dtype=dtype.float64)
-Tensor.mm = lambda self, other: _C.mm(self, other)
+@method(Tensor)
+def cpu(self: Tensor) -> Tensor:
+    """The tensor on the CPU (self when it is there already)."""
+    return self.to("cpu")
 
 
-def _dlpack(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+@method(Tensor)
+def tolist(self: Tensor) -> typing.Any:
+    """The elements as (nested) Python lists of numbers; waits for the tensor's producers."""
+    return self.numpy().tolist()
+
+
+# The conversions below come after every method whose stub names the type
+# float (in the class's stub, `float` is then this method).
+@method(Tensor, "float")
+def _float(self: Tensor) -> Tensor:
+    """The tensor as float32."""
+    return self.to(dtype=dtype.float32)
+
+
+@method(Tensor)
+def half(self: Tensor) -> Tensor:
+    """The tensor as float16."""
+    return self.to(dtype=dtype.float16)
+
+
+@method(Tensor)
+def double(self: Tensor) -> Tensor:
+    """The tensor as float64."""
+    return self.to(dtype=dtype.float64)
+
+
+@method(Tensor)
+def mm(self: Tensor, other: Tensor) -> Tensor:
+    """The matrix product self @ other (bronze.mm)."""
+    return _C.mm(self, other)
+
+
+@method(Tensor)
+def __dlpack__(self: Tensor, *, stream: typing.Any = None, max_version: tuple[int, int] | None = None,
+               dl_device: typing.Any = None, copy: bool | None = None) -> typing.Any:
+    """A DLPack capsule over the tensor's memory (zero copy), after its producers finished."""
     kwargs = {}
     if max_version is not None:
         kwargs["max_version"] = max_version
     return self._dlpack_array().__dlpack__(**kwargs)
 
 
-def _dlpack_device(self):
+@method(Tensor)
+def __dlpack_device__(self: Tensor) -> tuple[int, int]:
+    """The tensor's (DLPack device type, device index)."""
     return self._dlpack_array().__dlpack_device__()
 
 
-Tensor.__dlpack__ = _dlpack
-Tensor.__dlpack_device__ = _dlpack_device
-
-
-def full(size, fill_value, *, dtype=None, device=None):
+def full(size: int | typing.Sequence[int], fill_value: float, *, dtype: DTypeLike | None = None,
+         device: DeviceLike = None) -> Tensor:
+    """A tensor of that shape with every element fill_value: bool, int64 or
+    float32 by the value's type unless dtype says, on the current device
+    unless device says. Raises TypeError for a value that is no number."""
     if dtype is None:
         dtype = "bool" if isinstance(fill_value, builtins.bool) else "int64" if isinstance(fill_value, int) else "float32"
     d = as_dtype(dtype)
@@ -113,15 +167,20 @@ def full(size, fill_value, *, dtype=None, device=None):
     return _C._full(_shape((size,) if isinstance(size, int) else (tuple(size),)), value, d, device)
 
 
-def zeros(*size, dtype=None, device=None):
+def zeros(*size: int | typing.Sequence[int], dtype: DTypeLike | None = None, device: DeviceLike = None) -> Tensor:
+    """A tensor of zeros of that shape (ints, or one tuple): float32 unless dtype says."""
     return full(_shape(size), 0, dtype=dtype or "float32", device=device)
 
 
-def ones(*size, dtype=None, device=None):
+def ones(*size: int | typing.Sequence[int], dtype: DTypeLike | None = None, device: DeviceLike = None) -> Tensor:
+    """A tensor of ones of that shape (ints, or one tuple): float32 unless dtype says."""
     return full(_shape(size), 1, dtype=dtype or "float32", device=device)
 
 
-def arange(start, end=None, step=1, *, dtype=None, device=None):
+def arange(start: float, end: float | None = None, step: float = 1, *, dtype: DTypeLike | None = None,
+           device: DeviceLike = None) -> Tensor:
+    """The numbers start, start + step, ... up to end (excluded), as torch.arange:
+    arange(n) counts 0 to n - 1; int64 for ints, else float32, unless dtype says."""
     if end is None:
         start, end = 0, start
     if dtype is None:
@@ -129,21 +188,25 @@ def arange(start, end=None, step=1, *, dtype=None, device=None):
     return _C._arange(start, end, step, as_dtype(dtype), device)
 
 
-def rand(*size, dtype=None, device=None):
+def rand(*size: int | typing.Sequence[int], dtype: DTypeLike | None = None, device: DeviceLike = None) -> Tensor:
+    """Uniform numbers in [0, 1) from the device's generator (float32 unless dtype says)."""
     return _C._rand(_shape(size), as_dtype(dtype or "float32"), device)
 
 
-def randn(*size, dtype=None, device=None):
+def randn(*size: int | typing.Sequence[int], dtype: DTypeLike | None = None, device: DeviceLike = None) -> Tensor:
+    """Standard normal numbers from the device's generator (float32 unless dtype says)."""
     return _C._randn(_shape(size), as_dtype(dtype or "float32"), device)
 
 
-def randint(low, high=None, size=(), *, dtype=None, device=None):
+def randint(low: int, high: int | None = None, size: typing.Sequence[int] = (), *, dtype: DTypeLike | None = None,
+            device: DeviceLike = None) -> Tensor:
+    """Integers in [low, high) (or [0, low) without high) of shape size, int64 unless dtype says."""
     if high is None:
         low, high = 0, low
     return _C._randint(low, high, _shape((tuple(size),)), as_dtype(dtype or "int64"), device)
 
 
-def asarray(obj, *, dtype=None, device=None):
+def asarray(obj: typing.Any, *, dtype: DTypeLike | None = None, device: DeviceLike = None) -> Tensor:
     """A tensor over obj's memory when possible (zero copy), else a copy.
 
     obj: a bronze tensor, anything with __dlpack__ or the buffer protocol
@@ -163,21 +226,21 @@ def asarray(obj, *, dtype=None, device=None):
     return _finish(t, as_dtype(dtype) if dtype is not None else None, device)
 
 
-def tensor(data, *, dtype=None, device=None):
+def tensor(data: typing.Any, *, dtype: DTypeLike | None = None, device: DeviceLike = None) -> Tensor:
     """A new tensor holding a copy of data (as torch.tensor), on the current device by default."""
     shared = isinstance(data, (Tensor, memoryview)) or hasattr(data, "__dlpack__") or hasattr(data, "__array_interface__")
     t = asarray(data, dtype=dtype, device=_C.current_device() if device is None else device)
     return t.clone() if shared else t
 
 
-def from_dlpack(obj):
+def from_dlpack(obj: typing.Any) -> Tensor:
     """Zero-copy import of a DLPack producer (anything with __dlpack__)."""
     if not hasattr(obj, "__dlpack__"):
         raise TypeError(f"from_dlpack needs an object with __dlpack__, got {type(obj).__name__}")
     return _C._from_array(obj)
 
 
-def host_alias(t):
+def host_alias(t: Tensor) -> npt.NDArray[typing.Any]:
     """A NumPy array over the tensor's memory (zero copy) after its producers finished.
 
     Valid for host-visible memory: every CPU tensor, and CUDA tensors made
@@ -193,12 +256,10 @@ def host_alias(t):
     return _np.asarray(t)
 
 
-def _bool(self):
+@method(Tensor)
+def __bool__(self: Tensor) -> bool:
     """bool(t) of a one-element tensor is its value's; more or fewer elements are ambiguous (torch)."""
     n = self.numel()
     if n != 1:
         raise RuntimeError(f"Boolean value of Tensor with {'no values' if n == 0 else 'more than one value'} is ambiguous")
     return builtins.bool(self.item())
-
-
-Tensor.__bool__ = _bool

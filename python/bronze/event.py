@@ -1,4 +1,6 @@
 """bronze.event, as torch.mps.event: Event(enable_timing=False) with record,
 wait, query, synchronize and elapsed_time (milliseconds)."""
 
-from ._C import Event  # noqa: F401
+from ._C import Event
+
+__all__ = ["Event"]

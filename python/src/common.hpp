@@ -90,7 +90,8 @@ template <typename T, typename Class>
 void refuse_other_arguments(Class& cls, const char* name, const char* takes) {
   cls.def("__init__", [name, takes](T*, nb::args args, nb::kwargs kwargs) {
     throw TypeError(std::string(name) + "() takes " + takes + "; got (" + argument_types(args, kwargs) + ")");
-  });
+  }, nb::sig("def __init__(self, *args: typing.NoReturn, **kwargs: typing.NoReturn) -> None"),
+     "Other arguments raise TypeError.");
 }
 
 std::string text_arg(nb::handle h, const char* what);  // a str with a UTF-8 form (no lone surrogate)
@@ -104,9 +105,15 @@ namespace nanobind::detail {
 // string raises the parser's ValueError and any other type a short
 // TypeError, rather than nanobind's list of signatures (and its stderr note
 // on a failed implicit conversion).
+// Signatures name what the caster takes (nanobind adds "| None"), not only
+// the class.
+template <>
+struct remove_opt_mono<std::optional<bronze::Device>> {
+  using type = std::optional<bronze::Device>;
+};
 template <>
 struct type_caster<std::optional<bronze::Device>> {
-  NB_TYPE_CASTER(std::optional<bronze::Device>, const_name("bronze.device | str | None"))
+  NB_TYPE_CASTER(std::optional<bronze::Device>, io_name("bronze._C.device | str", "bronze._C.device | None"))
 
   bool from_python(handle src, uint8_t, cleanup_list*) {
     if (src.is_none()) {

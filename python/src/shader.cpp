@@ -293,21 +293,33 @@ void bind_shader(nb::module_& m) {
       PySys_WriteStderr("%s\n", msg.c_str());
     }
   });
-  nb::class_<Kernel>(m, "Kernel", "A compiled compute kernel; call it like a function.")
-      .def_prop_ro("name", &Kernel::name)
-      .def_prop_ro("max_threads_per_threadgroup", [](const Kernel& k) { return ready(k).max_threads_per_threadgroup(); })
-      .def_prop_ro("thread_execution_width", &Kernel::thread_execution_width)
+  nb::class_<Kernel>(m, "Kernel",
+                     "A compiled compute kernel of a Library (lib.name); call it like a function. A kernel's own "
+                     "__doc__ (help(lib.name)) gives its parameters and how a call binds them.")
+      .def_prop_ro("name", &Kernel::name, "The kernel's host name (known without a build).")
+      .def_prop_ro("max_threads_per_threadgroup", [](const Kernel& k) { return ready(k).max_threads_per_threadgroup(); },
+                   "The most threads a threadgroup of this kernel may have (builds the kernel).")
+      .def_prop_ro("thread_execution_width", &Kernel::thread_execution_width, "Threads of a SIMD group (32).")
       .def_prop_ro("static_thread_group_memory_length",
-                   [](const Kernel& k) { return ready(k).static_thread_group_memory_length(); })
-      .def_prop_ro("cooperative", [](const Kernel& k) { return ready(k).info().cooperative; })
+                   [](const Kernel& k) { return ready(k).static_thread_group_memory_length(); },
+                   "Bytes of threadgroup memory the kernel declares itself (builds the kernel).")
+      .def_prop_ro("cooperative", [](const Kernel& k) { return ready(k).info().cooperative; },
+                   "Whether the kernel uses barriers or SIMD-group functions (builds the kernel).")
       .def_prop_ro("params", [](const Kernel& k) {
         nb::list l;
         for (const auto& p : ready(k).info().params) l.append(param_dict(p));
         return l;
-      })
+      }, nb::sig("def params(self, /) -> list[dict[str, typing.Any]]"),
+         "The kernel's parameters as the compiler reflects them (builds the kernel), in declaration order: "
+         "dicts of name, kind ('buffer', 'scalar' (a value), 'threadgroup', 'attribute'), type, access "
+         "('read' or 'read_write'), binding (the position of its argument in a call; -1 for none), index "
+         "([[buffer(n)]] or [[threadgroup(n)]] slot), attribute (a thread-position attribute's name), size "
+         "(bytes of the type) and by_value.")
       .def("warmup", [](const Kernel& k) { ready(k); },
-           "Builds the kernel now (a library's kernels are built on first use).")
-      .def_prop_ro("is_built", &Kernel::is_built)
+           "Builds the kernel now (a library's kernels are built on first use). Raises ShaderCompileError where "
+           "the build fails, as the first call would.")
+      .def_prop_ro("is_built", &Kernel::is_built,
+                   "Whether the kernel is built (a source of more than 8 kernels builds each on first use).")
       .def("__call__", [](const Kernel& k, nb::args args, nb::kwargs kwargs) {
         const KernelInfo& ki = ready(k).info();
         DispatchOptions opt;
@@ -356,14 +368,23 @@ void bind_shader(nb::module_& m) {
         }
         k.dispatch(converted, opt);
         if (jit::log_records_waiting()) deliver_log();  // the launch's record (BRONZE_LOG=debug)
-      })
+      }, nb::sig("def __call__(self, *args: typing.Any, threads: int | collections.abc.Sequence[int] | None = None, "
+                 "group_size: int | collections.abc.Sequence[int] | None = None, "
+                 "threadgroup_memory: int | collections.abc.Sequence[int] | None = None, stream: Stream | None = None, "
+                 "arg_casts: str | dict[int, str] | None = None, error_buf_idx: int | None = None) -> None"),
+         "Queues the kernel over a grid of threads (it returns at once). help() of the kernel gives its "
+         "parameters and how each argument binds.")
       .def("__repr__", [](const Kernel& k) { return "<bronze.Kernel '" + k.name() + "'>"; });
 
   // dynamic_attr: a kernel found by __getattr__ is kept in the instance's
   // __dict__, so the next lib.k is an ordinary attribute hit; the failed
   // lookup, the call to __getattr__ and a new Kernel object cost 1.3 us of
   // a 2.5 us lib.k(x, 1.0) otherwise.
-  nb::class_<Library>(m, "Library", "Kernels compiled from one shader source; kernels are attributes.",
+  nb::class_<Library>(m, "Library",
+                      "Kernels compiled from one shader source (compile_shader, load_metallib): each kernel is an "
+                      "attribute, lib.name (lib._kernel(name) for a name that is no identifier); `name in lib` and "
+                      "kernel_names say which there are. A missing name raises KernelNotFoundError, an "
+                      "AttributeError.",
                       nb::dynamic_attr())
       .def("__getattr__", [](nb::handle self, nb::str attr) {
         std::string name;
@@ -376,7 +397,7 @@ void bind_shader(nb::module_& m) {
         nb::object k = nb::cast(nb::cast<const Library&>(self).kernel(name));
         nb::setattr(self, name.c_str(), k);
         return k;
-      })
+      }, nb::sig("def __getattr__(self, name: str, /) -> Kernel"))
       .def("__dir__", [](const Library& lib) { return lib.kernel_names(); })  // as torch.mps: the kernels
       // A kernel by name, also one named as a Library attribute (kernel_names, specialize).
       .def("_kernel", [](const Library& lib, nb::handle name) { return lib.kernel(text_arg(name, "a kernel name")); })
@@ -385,10 +406,12 @@ void bind_shader(nb::module_& m) {
         return interruptible([&] { return lib.specialize(name, constants); });  // may compile
       })
       .def("warmup", [](const Library& lib) { run_interruptible([&] { lib.warmup(); }); },
-           "Builds every kernel not built yet, in parallel over the machine's cores.")
-      .def_prop_ro("kernel_names", &Library::kernel_names)
-      .def_prop_ro("hash", &Library::hash)
-      .def_prop_ro("device", &Library::device)
+           "Builds every kernel not built yet, in parallel over the machine's cores. Raises ShaderCompileError "
+           "where a build fails.")
+      .def_prop_ro("kernel_names", &Library::kernel_names, "The names of the library's kernels.")
+      .def_prop_ro("hash", &Library::hash, "The content hash of the compiled library.")
+      .def_prop_ro("device", &Library::device,
+                   "The device it was built for (a library compiled without device= follows its tensors).")
       .def("__contains__", [](const Library& lib, nb::handle name) {
         // `x in lib` answers for any x, as a dict does: only a kernel's name is in it.
         if (!PyUnicode_Check(name.ptr())) return false;
@@ -419,7 +442,9 @@ void bind_shader(nb::module_& m) {
     d["compiler"] = jit::HostCompiler::get().available() ? jit::HostCompiler::get().path : std::string();
     d["preprocessor"] = jit::preprocessor_path();
     return d;
-  }, "The compile cache: where it is (or why it is off) and its counters.");
+  }, nb::sig("def cache_info() -> dict[str, typing.Any]"),
+        "The compile cache: enabled, writable, dir, status (or why it is off), the counters hits, misses, "
+        "stores and corrupt, and the compiler and preprocessor it runs.");
 
   m.def("_host_compiler", [](bool check) {
     const jit::HostCompiler* found = nullptr;
@@ -472,7 +497,7 @@ void bind_shader(nb::module_& m) {
 
   m.def("set_kernel_time_limit", [](nb::handle seconds) {
     set_kernel_time_limit(seconds.is_none() ? 0.0 : number_arg(seconds, "the kernel time limit (seconds)"));
-  }, nb::arg("seconds").none(),
+  }, nb::arg("seconds").none(), nb::sig("def set_kernel_time_limit(seconds: typing.SupportsFloat | None) -> None"),
         "Seconds one CPU kernel launch may run before it is stopped (DeviceError at the next synchronize); "
         "None or 0: no limit.");
   m.def("kernel_time_limit", &kernel_time_limit, "The CPU kernel time limit in seconds (0: none).");

@@ -353,7 +353,11 @@ Tensor& inplace_scalar(Tensor& a, nb::handle v, Tensor (*fn)(const Tensor&, Scal
 }  // namespace
 
 void bind_tensor(nb::module_& m) {
-  nb::enum_<DType>(m, "dtype")
+  // The properties first: in the stub, a later `bool` would be the member.
+  nb::enum_<DType>(m, "dtype", "A tensor element type (bronze.float32, bronze.int64, ...), as torch.dtype.")
+      .def_prop_ro("itemsize", [](DType t) { return element_size(t); }, "Bytes of one element.")
+      .def_prop_ro("is_floating_point", [](DType t) { return is_floating(t); },
+                   "Whether the type is a floating-point one (float16, bfloat16, float32, float64).")
       .value("bool", DType::Bool)
       .value("uint8", DType::UInt8)
       .value("int8", DType::Int8)
@@ -368,42 +372,54 @@ void bind_tensor(nb::module_& m) {
       .value("uint32", DType::UInt32)
       .value("uint64", DType::UInt64)
       .def("__repr__", [](DType t) { return std::string("bronze.") + dtype_name(t); })
-      .def("__str__", [](DType t) { return std::string("bronze.") + dtype_name(t); })
-      .def_prop_ro("itemsize", [](DType t) { return element_size(t); })
-      .def_prop_ro("is_floating_point", [](DType t) { return is_floating(t); });
+      .def("__str__", [](DType t) { return std::string("bronze.") + dtype_name(t); });
 
-  nb::class_<Tensor> cls(m, "Tensor", "A strided array in bronze device memory.");
-  cls.def_prop_ro("shape", [](const Tensor& t) { return to_tuple(t.shape()); })
+  nb::class_<Tensor> cls(m, "Tensor",
+                         "A strided array in bronze device memory (CPU or CUDA), made by empty(), zeros(), tensor(), "
+                         "asarray() and the others. Work on it is queued on the current stream; reading it "
+                         "(numpy(), item(), tolist()) waits for that work.");
+  cls.def_prop_ro("shape", [](const Tensor& t) { return to_tuple(t.shape()); },
+                  nb::sig("def shape(self, /) -> tuple[int, ...]"), "The size of each dimension.")
       // size()/stride() as a tuple, size(dim)/stride(dim) as one int (dim may be negative), as in torch.
       .def("size", [](const Tensor& t, nb::handle dim) -> nb::object {
         if (dim.is_none()) return to_tuple(t.shape());
         return nb::int_(t.shape()[dim_arg(dim, t.dim(), "size(dim)")]);
-      }, nb::arg("dim") = nb::none())
+      }, nb::arg("dim") = nb::none(), nb::sig("def size(self, dim: int | None = None) -> typing.Any"),
+         "The shape as a tuple, or with dim (negative counts from the end) that dimension's size as an int. "
+         "Raises IndexError for a dimension out of range.")
       .def("stride", [](const Tensor& t, nb::handle dim) -> nb::object {
         if (dim.is_none()) return to_tuple(t.strides());
         return nb::int_(t.strides()[dim_arg(dim, t.dim(), "stride(dim)")]);
-      }, nb::arg("dim") = nb::none())
-      .def_prop_ro("dtype", &Tensor::dtype)
-      .def_prop_ro("device", &Tensor::device)
-      .def_prop_ro("ndim", &Tensor::dim)
-      .def("dim", &Tensor::dim)
-      .def("numel", &Tensor::numel)
+      }, nb::arg("dim") = nb::none(), nb::sig("def stride(self, dim: int | None = None) -> typing.Any"),
+         "The strides (in elements) as a tuple, or with dim that dimension's as an int. Raises IndexError for a "
+         "dimension out of range.")
+      .def_prop_ro("dtype", &Tensor::dtype, "The element type.")
+      .def_prop_ro("device", &Tensor::device, "The device holding the memory.")
+      .def_prop_ro("ndim", &Tensor::dim, "The number of dimensions.")
+      .def("dim", &Tensor::dim, "The number of dimensions.")
+      .def("numel", &Tensor::numel, "The number of elements.")
       .def("__len__", [](const Tensor& t) {
         if (t.dim() == 0) throw TypeError("len() of a 0-d tensor");
         return t.shape()[0];
       })
-      .def_prop_ro("nbytes", &Tensor::nbytes)
-      .def("element_size", &Tensor::element_size)
-      .def("is_contiguous", &Tensor::is_contiguous)
-      .def("is_host_visible", &Tensor::is_host_visible)
-      .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<std::uintptr_t>(t.data_ptr()); })
-      .def("storage_offset", &Tensor::storage_offset)
-      .def("reshape", [](const Tensor& t, const nb::args& shape) { return t.reshape(shape_arg(shape)); })
+      .def_prop_ro("nbytes", &Tensor::nbytes, "Bytes of the elements (numel() * element_size()).")
+      .def("element_size", &Tensor::element_size, "Bytes of one element.")
+      .def("is_contiguous", &Tensor::is_contiguous, "Whether the elements are in row-major order without gaps.")
+      .def("is_host_visible", &Tensor::is_host_visible,
+           "Whether the CPU reads the memory in place (every CPU tensor; CUDA ones made with host_visible=True).")
+      .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<std::uintptr_t>(t.data_ptr()); },
+           "The address of the first element (a device address for CUDA tensors).")
+      .def("storage_offset", &Tensor::storage_offset, "The first element's offset in its storage, in elements.")
+      .def("reshape", [](const Tensor& t, const nb::args& shape) { return t.reshape(shape_arg(shape)); },
+           nb::sig("def reshape(self, *shape: int | collections.abc.Sequence[int]) -> Tensor"),
+           "The tensor with another shape (ints, or one tuple; -1 infers a size): a view where the strides "
+           "allow it, else a copy. Raises ValueError when the element counts differ.")
       .def("view", [](const Tensor& t, const nb::args& shape) {
         if (!t.is_contiguous()) throw ValueError("view() needs a contiguous tensor; use reshape()");
         return t.reshape(shape_arg(shape));
-      })
-      .def("t", &Tensor::t)
+      }, nb::sig("def view(self, *shape: int | collections.abc.Sequence[int]) -> Tensor"),
+         "A view with another shape, as reshape(); raises ValueError for a tensor that is not contiguous.")
+      .def("t", &Tensor::t, "The transpose of a tensor of at most 2 dimensions (a view).")
       // The memory a view reaches, as a flat tensor from its first element:
       // a strided input bound as a buffer, read through its strides
       // (metal_kernel's ensure_row_contiguous=False).
@@ -412,39 +428,59 @@ void bind_tensor(nb::module_& m) {
         for (std::size_t i = 0; i < t.shape().size() && n; ++i) n += (t.shape()[i] - 1) * t.strides()[i];
         return Tensor(t.storage(), t.storage_offset(), {n}, {1}, t.dtype());
       })
-      .def_prop_ro("T", &Tensor::t)
-      .def("contiguous", &Tensor::contiguous)
-      .def("clone", &Tensor::clone)
-      .def("_to_device", [](const Tensor& t, OptDevice d) { return t.to(d.value_or(t.device())); })
-      .def("_to_dtype", [](const Tensor& t, DType d) { return t.to(d); })
+      .def_prop_ro("T", &Tensor::t, "The transpose, as t().")
+      .def("contiguous", &Tensor::contiguous, "The tensor itself when contiguous, else a row-major copy.")
+      .def("clone", &Tensor::clone, "A copy in new memory on the same device.")
+      // Typed as bronze.X: in the class's stub, `device` and `dtype` are its properties.
+      .def("_to_device", [](const Tensor& t, OptDevice d) { return t.to(d.value_or(t.device())); },
+           nb::sig("def _to_device(self, device: bronze.device | str | None, /) -> Tensor"))
+      .def("_to_dtype", [](const Tensor& t, DType d) { return t.to(d); },
+           nb::sig("def _to_dtype(self, dtype: bronze.dtype, /) -> Tensor"))
       .def("copy_", [](Tensor& t, nb::handle src) -> Tensor& {
         return t.copy_(class_arg<Tensor>(src, "copy_(src)", "a bronze.Tensor"));
-      }, nb::arg("src").none(), nb::rv_policy::none)
+      }, nb::arg("src").none(), nb::rv_policy::none, nb::sig("def copy_(self, src: Tensor) -> Tensor"),
+         "Copies src's elements into this tensor (broadcasting, converting the dtype, across devices) and "
+         "returns it. Raises TypeError for anything but a Tensor, ValueError for shapes that do not broadcast.")
       .def("fill_", [](Tensor& t, nb::handle v) -> Tensor& {
         Scalar x(0);
         if (!scalar_arg(v, "fill_ value", true, &x))
           throw TypeError(std::string("fill_ takes a number, got ") + Py_TYPE(v.ptr())->tp_name);
         return t.fill_(x);
-      }, nb::arg("value").none(), nb::rv_policy::none)
-      .def("zero_", &Tensor::zero_, nb::rv_policy::none)
+      }, nb::arg("value").none(), nb::rv_policy::none, nb::sig("def fill_(self, value: typing.SupportsFloat) -> Tensor"),
+         "Sets every element to value and returns the tensor. Raises TypeError for a value that is no number.")
+      .def("zero_", &Tensor::zero_, nb::rv_policy::none, "Sets every element to 0 and returns the tensor.")
       .def("uniform_", [](Tensor& t, nb::handle from, nb::handle to) -> Tensor& {
         return t.uniform_(number_arg(from, "uniform_(from_)"), number_arg(to, "uniform_(to)"));
-      }, nb::arg("from_").none() = 0.0, nb::arg("to").none() = 1.0, nb::rv_policy::none)
+      }, nb::arg("from_").none() = 0.0, nb::arg("to").none() = 1.0, nb::rv_policy::none,
+         nb::sig("def uniform_(self, from_: typing.SupportsFloat = 0.0, to: typing.SupportsFloat = 1.0) -> Tensor"),
+         "Fills a floating-point tensor with uniform numbers in [from_, to) from the device's generator.")
       .def("normal_", [](Tensor& t, nb::handle mean, nb::handle std) -> Tensor& {
         return t.normal_(number_arg(mean, "normal_(mean)"), number_arg(std, "normal_(std)"));
-      }, nb::arg("mean").none() = 0.0, nb::arg("std").none() = 1.0, nb::rv_policy::none)
+      }, nb::arg("mean").none() = 0.0, nb::arg("std").none() = 1.0, nb::rv_policy::none,
+         nb::sig("def normal_(self, mean: typing.SupportsFloat = 0.0, std: typing.SupportsFloat = 1.0) -> Tensor"),
+         "Fills a floating-point tensor with normal numbers of that mean and standard deviation.")
       .def("random_", [](Tensor& t, nb::handle low, nb::handle high) -> Tensor& {
         if (high.is_none()) return t.random_(0, integer_arg(low, "random_(to)"));  // torch's random_(to): [0, to)
         return t.random_(integer_arg(low, "random_(from)"), integer_arg(high, "random_(to)"));
-      }, nb::arg("low").none(), nb::arg("high").none() = nb::none(), nb::rv_policy::none)
+      }, nb::arg("low").none(), nb::arg("high").none() = nb::none(), nb::rv_policy::none,
+         nb::sig("def random_(self, low: int, high: int | None = None) -> Tensor"),
+         "Fills the tensor with integers in [low, high), or in [0, low) without high, as torch's random_.")
       .def("record_stream", [](const Tensor& t, nb::handle s) {
         t.record_stream(class_arg<Stream>(s, "record_stream(stream)", "a bronze.Stream"));
-      }, nb::arg("stream").none())
-      .def("item", &item_of)
-      .def("numpy", &to_numpy)
-      .def("_dlpack_array", &export_array)
-      .def_prop_ro("__array_interface__", &array_interface)
-      .def_prop_ro("__cuda_array_interface__", &cuda_array_interface)
+      }, nb::arg("stream").none(), nb::sig("def record_stream(self, stream: Stream) -> None"),
+         "Marks the memory as used by work on `stream`: the allocator reuses it only once that work is done.")
+      .def("item", &item_of, nb::sig("def item(self) -> int | float | bool"),
+           "The value of a one-element tensor as a Python number (it waits for the tensor's producers). Raises "
+           "ValueError for another number of elements.")
+      .def("numpy", &to_numpy, nb::sig("def numpy(self) -> numpy.typing.NDArray[typing.Any]"),
+           "A NumPy copy of the elements (it waits for the tensor's producers). Raises TypeError for bfloat16.")
+      .def("_dlpack_array", &export_array, nb::sig("def _dlpack_array(self) -> typing.Any"))
+      .def_prop_ro("__array_interface__", &array_interface,
+                   nb::sig("def __array_interface__(self, /) -> dict[str, typing.Any]"),
+                   "NumPy's array interface (v3), for host-visible tensors only (AttributeError otherwise).")
+      .def_prop_ro("__cuda_array_interface__", &cuda_array_interface,
+                   nb::sig("def __cuda_array_interface__(self, /) -> dict[str, typing.Any]"),
+                   "The CUDA array interface (v3), for CUDA tensors only (AttributeError otherwise).")
       .def("__matmul__", [](const Tensor& a, const Tensor& b) { return mm(a, b); }, nb::is_operator());
 
   // Arithmetic: tensor (op) tensor, and tensor (op) Python number (an int
@@ -455,7 +491,7 @@ void bind_tensor(nb::module_& m) {
     Scalar x(0);                                                                         \
     if (!scalar_arg(b, "the operand", false, &x)) return nb::borrow(Py_NotImplemented);  \
     return nb::cast(fn(a, x));                                                           \
-  }, nb::is_operator());
+  }, nb::is_operator(), nb::sig("def " pyname "(self, other: typing.SupportsFloat, /) -> Tensor"));
 #define BRONZE_BIN(pyname, fn)                                                                          \
   cls.def(pyname, [](const Tensor& a, const Tensor& b) { return fn(a, b); }, nb::is_operator());        \
   BRONZE_NUM(pyname, fn)
@@ -473,15 +509,17 @@ void bind_tensor(nb::module_& m) {
   cls.def("__iadd__", [](Tensor& a, const Tensor& b) -> Tensor& { return a.copy_(add(a, b)); }, nb::rv_policy::none, nb::is_operator());
   cls.def("__iadd__", [](Tensor& a, nb::handle b) -> Tensor& {
     return inplace_scalar(a, b, [](const Tensor& x, Scalar y) { return add(x, y); }, "+=");
-  }, nb::rv_policy::none, nb::is_operator());
+  }, nb::rv_policy::none, nb::is_operator(), nb::sig("def __iadd__(self, other: typing.SupportsFloat, /) -> Tensor"));
   cls.def("__imul__", [](Tensor& a, const Tensor& b) -> Tensor& { return a.copy_(mul(a, b)); }, nb::rv_policy::none, nb::is_operator());
   cls.def("__imul__", [](Tensor& a, nb::handle b) -> Tensor& {
     return inplace_scalar(a, b, [](const Tensor& x, Scalar y) { return mul(x, y); }, "*=");
-  }, nb::rv_policy::none, nb::is_operator());
+  }, nb::rv_policy::none, nb::is_operator(), nb::sig("def __imul__(self, other: typing.SupportsFloat, /) -> Tensor"));
 
   m.def("mm", [](nb::handle a, nb::handle b) {
     return mm(class_arg<Tensor>(a, "mm(a, b): a", "a bronze.Tensor"), class_arg<Tensor>(b, "mm(a, b): b", "a bronze.Tensor"));
-  }, nb::arg("a").none(), nb::arg("b").none());
+  }, nb::arg("a").none(), nb::arg("b").none(), nb::sig("def mm(a: Tensor, b: Tensor) -> Tensor"),
+        "The matrix product of two 2-d tensors of one floating-point dtype on one device (BLAS on the CPU, "
+        "cuBLAS on CUDA). Raises TypeError for other types, ValueError for shapes that do not fit.");
   // empty(*size, dtype=None, device=None) parsed here: it is the allocation
   // hot path, and a Python wrapper would triple its cost.
   m.def("empty", [](nb::args size, nb::handle dtype, std::optional<Device> device, bool host_visible) {
@@ -493,7 +531,12 @@ void bind_tensor(nb::module_& m) {
     }
     return empty(shape, t, device, host_visible);
   }, nb::arg("size"), nb::kw_only(), nb::arg("dtype") = nb::none(), nb::arg("device") = nb::none(),
-     nb::arg("host_visible") = false);
+     nb::arg("host_visible") = false,
+     nb::sig("def empty(*size: int | collections.abc.Sequence[int], dtype: dtype | str | None = None, "
+             "device: device | str | None = None, host_visible: bool = False) -> Tensor"),
+     "A tensor of that shape (ints, or one tuple) whose elements are not set: float32 and the current device "
+     "by default. host_visible=True puts a CUDA tensor in pinned host memory the GPU reads in place. Raises "
+     "OutOfMemoryError past the memory limit.");
   m.def("_empty", &empty, nb::arg("shape"), nb::arg("dtype"), nb::arg("device") = nb::none(),
         nb::arg("host_visible") = false);
   m.def("_full", [](nb::handle s, nb::handle v, DType t, OptDevice d) {

@@ -193,7 +193,7 @@ CASES = [
     ("Stream(device)", "a float", lambda: bronze.Stream(1.0), TypeError, "got float"),
     ("Stream(device)", "two arguments", lambda: bronze.Stream("cpu", 1), TypeError, "Stream() takes (device=None); got (str, int)"),
     ("device(spec)", "an int", lambda: bronze.device(5), TypeError, "device() takes a str"),
-    ("synchronize(device)", "two arguments", lambda: bronze.synchronize("cpu", 1), TypeError, "synchronize() takes (device: bronze.device | None = None); got (str, int)"),
+    ("synchronize(device)", "two arguments", lambda: bronze.synchronize("cpu", 1), TypeError, "synchronize() takes (device: bronze.device | str | None = None); got (str, int)"),
     ("Tensor.numel()", "an argument", lambda: bronze.ones(2).numel(1), TypeError, "Tensor.numel() takes (); got (int)"),
     ("Event(enable_timing)", "a str", lambda: bronze.Event(enable_timing="yes"), TypeError, "True or False"),
     ("Tensor.fill_(v)", "a str", lambda: bronze.ones(2).fill_("a"), TypeError, "takes a number"),
