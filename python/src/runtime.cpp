@@ -121,6 +121,9 @@ void bind_runtime(nb::module_& m) {
       .def("__repr__", [](const Stream& s) {
         return "<bronze.Stream " + std::to_string(s.id()) + " on " + s.device().str() + ">";
       });
+  // bronze.torch's door to PyTorch's current CUDA stream (Stream::external).
+  m.def("_external_stream", [](std::uintptr_t handle, OptDevice d) { return Stream::external(handle, d); },
+        nb::arg("handle"), nb::arg("device") = nb::none());
   m.def("current_stream", &Stream::current, nb::arg("device") = nb::none());
   m.def("default_stream", &Stream::default_stream, nb::arg("device") = nb::none());
   m.def("set_stream", [](nb::handle s) { Stream::set_current(class_arg<Stream>(s, "set_stream(s)", "a bronze.Stream")); },
