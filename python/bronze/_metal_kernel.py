@@ -143,20 +143,37 @@ class MetalKernel:
             text += f'template [[host_name("{host}")]] [[kernel]] decltype({inst}) {inst};\n'
         return text, host, binds
 
-    def __call__(self, *, inputs, output_shapes, output_dtypes, grid, threadgroup, template=None,
-                 init_value=None, verbose=False, stream=None, device=None):
-        """Runs the kernel on `device` (the current device by default); returns the outputs."""
+    def __call__(self, *, inputs, output_shapes=None, output_dtypes=None, grid, threadgroup, template=None,
+                 init_value=None, verbose=False, stream=None, device=None, outputs=None):
+        """Runs the kernel on `device` (the current device by default); returns the outputs.
+
+        outputs= (bronze's, not MLX's): arrays the kernel writes in place, one
+        per output name, instead of output_shapes and output_dtypes (a torch
+        custom op's outputs); the kernel runs on their device.
+        """
         if isinstance(inputs, (str, bytes)) or not hasattr(inputs, "__len__"):
             raise TypeError("inputs must be a list of arrays")
         if len(inputs) != len(self.input_names):
             raise ValueError(f"{self.name}: {len(self.input_names)} inputs named, {len(inputs)} given")
-        if len(output_shapes) != len(self.output_names) or len(output_dtypes) != len(self.output_names):
+        given = None
+        if outputs is not None:
+            if output_shapes is not None or output_dtypes is not None:
+                raise TypeError(f"{self.name}: give outputs= or output_shapes= and output_dtypes=, not both")
+            given = [asarray(o) for o in outputs]  # zero-copy views of the caller's arrays
+            if any(not o.is_contiguous() for o in given):
+                raise ValueError(f"{self.name}: outputs= must be contiguous arrays")
+            output_shapes, output_dtypes = [o.shape for o in given], [o.dtype for o in given]
+        if (output_shapes is None or output_dtypes is None or len(output_shapes) != len(self.output_names)
+                or len(output_dtypes) != len(self.output_names)):
             raise ValueError(f"{self.name}: {len(self.output_names)} outputs named; output_shapes and output_dtypes "
-                             f"must give one each")
+                             f"(or outputs=) must give one each")
         template = list(template or [])
         grid, threadgroup = _dims(grid, "grid"), _dims(threadgroup, "threadgroup")
-        # On the current device, as MLX's default stream: inputs elsewhere are copied there.
-        dev = _C.device(device) if device is not None else _C.current_device()
+        # On the current device, as MLX's default stream (or the outputs' given):
+        # inputs elsewhere are copied there.
+        dev = _C.device(device) if device is not None else given[0].device if given else _C.current_device()
+        if given is not None and any(o.device != dev for o in given):
+            raise ValueError(f"{self.name}: outputs= must all be on {dev}")
         ts = []
         for x in inputs:
             t = asarray(x)
@@ -182,13 +199,19 @@ class MetalKernel:
                 args.append(tensor(np.asarray(t.stride() or (1,), dtype=np.int64), device=dev))
             if ndim:
                 args.append(np.int32(t.ndim))
-        outs = []
-        for shape, d in zip(output_shapes, output_dtypes):
-            shape = tuple(int(s) for s in shape)
-            outs.append(full(shape, init_value, dtype=as_dtype(d), device=dev) if init_value is not None
-                        else empty(shape, dtype=as_dtype(d), device=dev))
+        if given is not None:
+            outs = given
+            if init_value is not None:
+                for o in outs:
+                    o.fill_(init_value)
+        else:
+            outs = []
+            for shape, d in zip(output_shapes, output_dtypes):
+                shape = tuple(int(s) for s in shape)
+                outs.append(full(shape, init_value, dtype=as_dtype(d), device=dev) if init_value is not None
+                            else empty(shape, dtype=as_dtype(d), device=dev))
         getattr(lib, host)(*args, *outs, threads=grid, group_size=threadgroup, stream=stream)
-        return outs
+        return list(outputs) if given is not None else outs
 
 
 def metal_kernel(name, input_names, output_names, source, header="", ensure_row_contiguous=True,
