@@ -211,7 +211,7 @@ class MetalKernel:
                 outs.append(full(shape, init_value, dtype=as_dtype(d), device=dev) if init_value is not None
                             else empty(shape, dtype=as_dtype(d), device=dev))
         getattr(lib, host)(*args, *outs, threads=grid, group_size=threadgroup, stream=stream)
-        return list(outputs) if given is not None else outs
+        return outs
 
 
 def metal_kernel(name, input_names, output_names, source, header="", ensure_row_contiguous=True,
@@ -227,7 +227,9 @@ def metal_kernel(name, input_names, output_names, source, header="", ensure_row_
     MLX's float16_t, bfloat16_t and elem_to_loc are defined. Call it with
     inputs=, output_shapes=, output_dtypes=, grid= (threads, as
     dispatchThreads), threadgroup=, and optionally template=, init_value=,
-    verbose= (prints the generated source), stream=; it returns the outputs.
+    verbose= (prints the generated source), stream=; it returns the outputs
+    (bronze's outputs= takes arrays to write in place instead of
+    output_shapes and output_dtypes).
     Inputs may be bronze tensors or NumPy, PyTorch, CuPy arrays.
     """
     return MetalKernel(name, input_names, output_names, source, header, ensure_row_contiguous, atomic_outputs)

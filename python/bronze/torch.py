@@ -24,7 +24,7 @@ stream before it returns: outputs are complete when torch reads them.
 
 import inspect
 
-import torch
+import torch  # type: ignore[import-not-found,unused-ignore]  # optional: a mypy run without torch
 
 from . import _C
 from ._streams import stream as _stream
@@ -34,7 +34,7 @@ __all__ = ["custom_op"]
 # bronze streams wrapping PyTorch's CUDA streams, one per (device, handle), so a
 # stream's id (which bronze's allocator keys on) stays the same across calls.
 # PyTorch's streams (its pools and default streams) live for the process.
-_torch_streams = {}
+_torch_streams: dict[tuple[int, int], _C.Stream] = {}
 
 
 def _bronze_stream(device):
