@@ -22,6 +22,11 @@ class Stream {
   static Stream default_stream(std::optional<Device> d = std::nullopt);
   static Stream current(std::optional<Device> d = std::nullopt);
   static void set_current(const Stream& s);
+  // Another library's stream on `d` (a CUstream, as PyTorch's
+  // torch.cuda.current_stream().cuda_stream gives it; 0 is the legacy default
+  // stream): bronze queues work on it and never destroys it, so the handle
+  // must stay valid while the returned Stream lives. CUDA devices only.
+  static Stream external(std::uintptr_t handle, std::optional<Device> d = std::nullopt);
 
   Device device() const;
   std::uint64_t id() const;

@@ -147,30 +147,49 @@ class MetalKernel:
             text += f'template [[host_name("{host}")]] [[kernel]] decltype({inst}) {inst};\n'
         return text, host, binds
 
-    def __call__(self, *, inputs: typing.Sequence[typing.Any], output_shapes: typing.Sequence[typing.Sequence[int]],
-                 output_dtypes: typing.Sequence[typing.Any], grid: typing.Sequence[int],
+    def __call__(self, *, inputs: typing.Sequence[typing.Any],
+                 output_shapes: typing.Sequence[typing.Sequence[int]] | None = None,
+                 output_dtypes: typing.Sequence[typing.Any] | None = None, grid: typing.Sequence[int],
                  threadgroup: typing.Sequence[int],
                  template: typing.Sequence[tuple[str, typing.Any]] | None = None, init_value: float | None = None,
                  verbose: bool = False, stream: _C.Stream | None = None,
-                 device: _C.device | str | None = None) -> list[_C.Tensor]:
+                 device: _C.device | str | None = None,
+                 outputs: typing.Sequence[typing.Any] | None = None) -> list[_C.Tensor]:
         """Runs the kernel on `device` (the current device by default) and returns
         the outputs: grid counts threads (3 ints, as dispatchThreads),
         threadgroup the threads of a group; inputs on another device are copied
         there. Raises ValueError for counts that do not match the names,
         TypeError for a dtype Metal has not, ShaderCompileError at the
-        generated source's lines."""
+        generated source's lines.
+
+        outputs= (bronze's, not MLX's): arrays the kernel writes in place, one
+        per output name, instead of output_shapes and output_dtypes (a torch
+        custom op's outputs); the kernel runs on their device.
+        """
         if isinstance(inputs, (str, bytes)) or not hasattr(inputs, "__len__"):
             raise TypeError("inputs must be a list of arrays")
         if len(inputs) != len(self.input_names):
             raise ValueError(f"{self.name}: {len(self.input_names)} inputs named, {len(inputs)} given")
-        if len(output_shapes) != len(self.output_names) or len(output_dtypes) != len(self.output_names):
+        given = None
+        if outputs is not None:
+            if output_shapes is not None or output_dtypes is not None:
+                raise TypeError(f"{self.name}: give outputs= or output_shapes= and output_dtypes=, not both")
+            given = [asarray(o) for o in outputs]  # zero-copy views of the caller's arrays
+            if any(not o.is_contiguous() for o in given):
+                raise ValueError(f"{self.name}: outputs= must be contiguous arrays")
+            output_shapes, output_dtypes = [o.shape for o in given], [o.dtype for o in given]
+        if (output_shapes is None or output_dtypes is None or len(output_shapes) != len(self.output_names)
+                or len(output_dtypes) != len(self.output_names)):
             raise ValueError(f"{self.name}: {len(self.output_names)} outputs named; output_shapes and output_dtypes "
-                             f"must give one each")
+                             f"(or outputs=) must give one each")
         template = list(template or [])
         grid, threadgroup = _dims(grid, "grid"), _dims(threadgroup, "threadgroup")
-        # On the current device, as MLX's default stream: inputs elsewhere are copied there.
-        dev = (_C.current_device() if device is None else device if isinstance(device, _C.device)
-               else _C.device(str(device)))  # a name, or a torch.device
+        # On the current device, as MLX's default stream (or the outputs' given):
+        # inputs elsewhere are copied there.
+        dev = (given[0].device if device is None and given else _C.current_device() if device is None
+               else device if isinstance(device, _C.device) else _C.device(str(device)))  # a name, or a torch.device
+        if given is not None and any(o.device != dev for o in given):
+            raise ValueError(f"{self.name}: outputs= must all be on {dev}")
         ts = []
         for x in inputs:
             t = asarray(x)
@@ -196,11 +215,17 @@ class MetalKernel:
                 args.append(tensor(np.asarray(t.stride() or (1,), dtype=np.int64), device=dev))
             if ndim:
                 args.append(np.int32(t.ndim))
-        outs = []
-        for shape, d in zip(output_shapes, output_dtypes):
-            shape = tuple(int(s) for s in shape)
-            outs.append(full(shape, init_value, dtype=as_dtype(d), device=dev) if init_value is not None
-                        else empty(shape, dtype=as_dtype(d), device=dev))
+        if given is not None:
+            outs = given
+            if init_value is not None:
+                for o in outs:
+                    o.fill_(init_value)
+        else:
+            outs = []
+            for shape, d in zip(output_shapes, output_dtypes):
+                shape = tuple(int(s) for s in shape)
+                outs.append(full(shape, init_value, dtype=as_dtype(d), device=dev) if init_value is not None
+                            else empty(shape, dtype=as_dtype(d), device=dev))
         getattr(lib, host)(*args, *outs, threads=grid, group_size=threadgroup, stream=stream)
         return outs
 
@@ -218,7 +243,9 @@ def metal_kernel(name: str, input_names: typing.Sequence[str], output_names: typ
     MLX's float16_t, bfloat16_t and elem_to_loc are defined. Call it with
     inputs=, output_shapes=, output_dtypes=, grid= (threads, as
     dispatchThreads), threadgroup=, and optionally template=, init_value=,
-    verbose= (prints the generated source), stream=; it returns the outputs.
+    verbose= (prints the generated source), stream=; it returns the outputs
+    (bronze's outputs= takes arrays to write in place instead of
+    output_shapes and output_dtypes).
     Inputs may be bronze tensors or NumPy, PyTorch, CuPy arrays.
     """
     return MetalKernel(name, input_names, output_names, source, header, ensure_row_contiguous, atomic_outputs)

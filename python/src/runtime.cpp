@@ -142,6 +142,10 @@ void bind_runtime(nb::module_& m) {
       .def("__repr__", [](const Stream& s) {
         return "<bronze.Stream " + std::to_string(s.id()) + " on " + s.device().str() + ">";
       });
+  // bronze.torch's door to PyTorch's current CUDA stream (Stream::external).
+  m.def("_external_stream", [](std::uintptr_t handle, OptDevice d) { return Stream::external(handle, d); },
+        nb::arg("handle"), nb::arg("device") = nb::none(),
+        "A bronze Stream queuing on the CUDA stream `handle` (a CUstream as an int), which it does not own.");
   m.def("current_stream", &Stream::current, nb::arg("device") = nb::none(),
         "The stream this thread queues work on for the device (the current device by default).");
   m.def("default_stream", &Stream::default_stream, nb::arg("device") = nb::none(),

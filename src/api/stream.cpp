@@ -16,6 +16,9 @@ Stream Stream::current(std::optional<Device> d) {
   return Stream(runtime::current_stream(runtime::resolve(d)));
 }
 void Stream::set_current(const Stream& s) { runtime::set_current_stream(s.impl_); }
+Stream Stream::external(std::uintptr_t handle, std::optional<Device> d) {
+  return Stream(runtime::device_impl(runtime::resolve(d)).external_stream(handle));
+}
 
 Device Stream::device() const { return impl_->device(); }
 std::uint64_t Stream::id() const { return impl_->id(); }

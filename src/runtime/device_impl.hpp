@@ -101,6 +101,13 @@ class DeviceImpl {
 
   virtual std::shared_ptr<StreamImpl> default_stream() = 0;
   virtual std::shared_ptr<StreamImpl> create_stream() = 0;
+  // A stream another library created (a CUstream on CUDA), which bronze
+  // queues work on and never destroys; the handle must stay valid while the
+  // returned stream lives.
+  virtual std::shared_ptr<StreamImpl> external_stream(std::uintptr_t handle) {
+    (void)handle;
+    throw NotSupportedError(device().str() + " has no external streams (they are CUDA streams)");
+  }
   // Waits for every stream of the device.
   virtual void synchronize() = 0;
   // Every stream's work finished, failures left to each stream's

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "backends/cuda/cuda_kernels.hpp"
+#include "backends/cuda/driver_api.hpp"
 #include "backends/cuda/nvrtc.hpp"
 #include "bronze/bronze.hpp"
 
@@ -87,6 +88,32 @@ TEST(Cuda, EventsTimeStreamWork) {
   EXPECT_GE(a.elapsed_time(b), 0.0);
   EXPECT_TRUE(b.query());
   bronze::synchronize(kCuda);
+}
+
+// Another library's CUstream (as PyTorch's current stream reaches bronze.torch):
+// bronze's work is queued on it, and dropping the bronze Stream leaves it alive.
+TEST(Cuda, ExternalStreamQueuesWorkWithoutOwningIt) {
+  EXPECT_THROW(bronze::Stream::external(0, bronze::Device(bronze::DeviceType::CPU, 0)), bronze::NotSupportedError);
+  REQUIRE_CUDA();
+  bronze::synchronize(kCuda);  // the device's primary context is now current on this thread
+  using bronze::cuda::CUDA_SUCCESS;
+  const bronze::cuda::Driver* d = bronze::cuda::driver();
+  bronze::cuda::CUstream raw = nullptr;
+  ASSERT_EQ(d->cuStreamCreate(&raw, 0), CUDA_SUCCESS);
+  bronze::Tensor x;
+  {
+    bronze::Stream s = bronze::Stream::external(reinterpret_cast<std::uintptr_t>(raw), kCuda);
+    EXPECT_EQ(s.device(), kCuda);
+    bronze::StreamGuard g(s);
+    x = bronze::full({1 << 20}, 2.0f, bronze::DType::Float32, kCuda);
+    x = bronze::add(x, 1.0);
+    s.synchronize();
+  }
+  auto v = x.to_double_vector();
+  EXPECT_EQ(v.front(), 3.0);
+  EXPECT_EQ(v.back(), 3.0);
+  EXPECT_EQ(d->cuStreamQuery(raw), CUDA_SUCCESS);  // still a stream: bronze did not destroy it
+  EXPECT_EQ(d->cuStreamDestroy(raw), CUDA_SUCCESS);
 }
 
 // The generated kernel sources compile with NVRTC for sm_90 wherever NVRTC

@@ -24,6 +24,25 @@ def test_an_elementwise_exp_from_a_body():
     np.testing.assert_allclose(out.numpy(), np.exp(a), rtol=1e-5)
 
 
+def test_outputs_written_in_place():
+    # bronze's outputs= (not MLX's): the caller's arrays, written zero-copy.
+    k = bronze.metal_kernel(name="myexp", input_names=["inp"], output_names=["out"], source=EXP_BODY)
+    a = np.linspace(-2, 2, 64, dtype=np.float32)
+    out = np.zeros(64, dtype=np.float32)
+    (got,) = k(inputs=[a], template=[("T", bronze.float32)], grid=(64, 1, 1), threadgroup=(32, 1, 1), outputs=[out])
+    bronze.synchronize()
+    np.testing.assert_allclose(out, np.exp(a), rtol=1e-5)
+    np.testing.assert_array_equal(got.numpy(), out)  # the result is a bronze view of the array given
+    with pytest.raises(TypeError, match="not both"):
+        k(inputs=[a], template=[("T", bronze.float32)], grid=(64, 1, 1), threadgroup=(32, 1, 1), outputs=[out],
+          output_shapes=[(64,)])
+    with pytest.raises(ValueError, match="contiguous"):
+        k(inputs=[a], template=[("T", bronze.float32)], grid=(32, 1, 1), threadgroup=(32, 1, 1),
+          outputs=[np.zeros(64, dtype=np.float32)[::2]])
+    with pytest.raises(ValueError, match="1 outputs named"):
+        k(inputs=[a], template=[("T", bronze.float32)], grid=(64, 1, 1), threadgroup=(32, 1, 1), outputs=[])
+
+
 def test_half_inputs_and_the_generated_source(capsys):
     k = bronze.metal_kernel(name="myexp", input_names=["inp"], output_names=["out"], source=EXP_BODY)
     a = bronze.asarray(np.linspace(0, 1, 40, dtype=np.float16))

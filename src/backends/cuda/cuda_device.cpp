@@ -40,7 +40,11 @@ class CudaStream final : public runtime::StreamImpl {
     ctx_.make_current();
     check(driver()->cuStreamCreate(&s_, 0), "cuStreamCreate");
   }
+  // Another library's stream (PyTorch's current one): used, never destroyed.
+  CudaStream(const Context& ctx, Device d, CUstream external)
+      : ctx_(ctx), device_(d), id_(runtime::next_stream_id()), s_(external), owned_(false) {}
   ~CudaStream() override {
+    if (!owned_) return;
     ctx_.make_current();
     driver()->cuStreamSynchronize(s_);
     driver()->cuStreamDestroy(s_);
@@ -80,6 +84,7 @@ class CudaStream final : public runtime::StreamImpl {
   Device device_;
   std::uint64_t id_;
   CUstream s_ = nullptr;
+  bool owned_ = true;
   std::mutex mu_;  // guards last_kernel_
   std::string last_kernel_;
 };
@@ -209,6 +214,12 @@ class CudaDevice final : public runtime::DeviceImpl {
   std::shared_ptr<runtime::StreamImpl> create_stream() override {
     auto s = std::make_shared<CudaStream>(ctx_, device());
     streams_.add(s);
+    return s;
+  }
+
+  std::shared_ptr<runtime::StreamImpl> external_stream(std::uintptr_t handle) override {
+    auto s = std::make_shared<CudaStream>(ctx_, device(), reinterpret_cast<CUstream>(handle));
+    streams_.add(s);  // device synchronize() waits for bronze's work on it too
     return s;
   }
 
