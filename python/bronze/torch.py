@@ -106,6 +106,7 @@ def custom_op(name, fn=None, /, *, mutates_args, outputs=None, backward=None, se
         raise TypeError(f"custom_op: name must be a str like 'mylib::op', got {type(name).__name__}")
     if setup_context is not None and backward is None:
         raise TypeError(f"{name}: setup_context is given without a backward")
+    _C._quiet_leaks()  # torch never drops a registered op: what its function holds outlives the interpreter
 
     def register(fn):
         if not callable(fn):
