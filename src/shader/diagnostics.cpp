@@ -147,6 +147,22 @@ std::string gcc_wording(std::string l) {
   if (end == std::string::npos) return l;
   return l.substr(0, at) + "static assertion failed: " + l.substr(end + 3);
 }
+
+// GCC 13 and later take float -> _Float16 as no implicit conversion (C++23's
+// rule for a lower-ranked floating type, which no option turns off), where
+// Metal converts float to half implicitly: a class's `operator float` (MLX's
+// fp8_e8m0, bronze's bfloat without a cast) does not reach half there.
+// GCC's errors for it name neither, so this note does.
+std::string float16_rank_note(const std::string& error) {
+  if (error.find("_Float16") == std::string::npos) return {};
+  for (const char* gcc : {"invalid cast from type", "static_cast\u2019 from type", "static_cast' from type",
+                          "invalid user-defined conversion from"})
+    if (error.find(gcc) != std::string::npos)
+      return "note: if this value reaches half through float (a class's operator float): GCC 13 and later convert "
+             "float to half (_Float16) only explicitly, where Metal converts implicitly; GCC 12 and Clang follow "
+             "Metal ($BRONZE_CXX chooses)\n";
+  return {};
+}
 }  // namespace
 
 [[noreturn]] void raise_compile_error(const std::string& diag, const std::vector<SourceFile>& files) {
@@ -224,7 +240,7 @@ std::string gcc_wording(std::string l) {
       if (!f.text.empty()) excerpt = source_excerpt(f.text, first.line, first.col);
     }
   if (not_supported) throw ShaderNotSupportedError(first.text + "\n" + excerpt + rest, first.line, first.col);
-  throw ShaderCompileError(first.text + "\n" + excerpt + rest, first.line, first.col);
+  throw ShaderCompileError(first.text + "\n" + excerpt + rest + float16_rank_note(first.text), first.line, first.col);
 }
 
 namespace {

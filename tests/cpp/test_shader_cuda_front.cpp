@@ -123,6 +123,31 @@ TEST(CompileErrors, ErrorsInBronzesHeadersPointAtTheUsersInstantiation) {
   }
 }
 
+TEST(CompileErrors, GccsRefusalOfFloatToHalfSaysWhyAndWhatBuildsIt) {
+  // GCC 13's words for a class with only operator float (MLX's fp8_e8m0)
+  // cast to half: a note names the rule; other errors get none.
+  std::string src =
+      "struct e8m0 { uchar bits; operator float() const { return 1; } };\n"
+      "template <typename T> T scale_of(uchar s) { return T(e8m0{s}); }\n"
+      "kernel void k(device half* o) { o[0] = scale_of<half>(1); }\n";
+  const std::string refused =
+      "shader.metal: In instantiation of \u2018T bronze_msl::scale_of(uchar) [with T = _Float16]\u2019:\n"
+      "shader.metal:3:54:   required from here\n"
+      "shader.metal:2:52: error: invalid cast from type \u2018bronze_msl::e8m0\u2019 to type \u2018_Float16\u2019\n";
+  const std::string other = "shader.metal:3:35: error: \u2018p\u2019 was not declared in this scope\n";
+  for (const auto& [log, noted] : {std::pair{refused, true}, std::pair{other, false}}) {
+    try {
+      bs::raise_compile_error(log, {{"shader.metal", src}});
+      FAIL();
+    } catch (const bronze::ShaderCompileError& e) {
+      EXPECT_EQ(std::string(e.what()).find("GCC 13 and later convert float to half (_Float16) only explicitly, "
+                                           "where Metal converts implicitly") != std::string::npos,
+                noted)
+          << e.what();
+    }
+  }
+}
+
 TEST(CudaTranslation, MetalKernelsCompileWithNvrtc) {
   if (!bronze::cuda::nvrtc_available()) GTEST_SKIP() << bronze::cuda::nvrtc_status();
   std::string src = R"(#include <metal_stdlib>

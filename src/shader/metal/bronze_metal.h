@@ -577,11 +577,17 @@ template <class T> struct is_pointer<T*> : true_type {};
 template <class T> constexpr bool is_pointer_v = is_pointer<T>::value;
 template <class T> struct is_scalar : bool_constant<is_arithmetic<T>::value || is_pointer<T>::value> {};
 template <class T> constexpr bool is_scalar_v = is_scalar<T>::value;
+// float and double convert to half implicitly, as in Metal: GCC 13 and
+// later take float -> _Float16 (a lower rank, C++23's rule) as no implicit
+// conversion, which would hide conversions that libraries enable by this
+// trait (MLX's complex64_t to half).
 template <class From, class To> struct is_convertible {
   template <class T> static void take(T);
   template <class F, class T, class = decltype(take<T>(declval<F>()))> static true_type test(int);
   template <class, class> static false_type test(...);
-  static constexpr bool value = decltype(test<From, To>(0))::value;
+  static constexpr bool value = decltype(test<From, To>(0))::value ||
+                                (is_same<remove_cv_t<To>, half>::value &&
+                                 (is_same<remove_cvref_t<From>, float>::value || is_same<remove_cvref_t<From>, double>::value));
 };
 template <class From, class To> constexpr bool is_convertible_v = is_convertible<From, To>::value;
 #define BRONZE_SIGN_PAIR(S, U)                                                                      \
