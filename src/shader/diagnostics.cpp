@@ -150,17 +150,19 @@ std::string gcc_wording(std::string l) {
 
 // GCC 13 and later take float -> _Float16 as no implicit conversion (C++23's
 // rule for a lower-ranked floating type, which no option turns off), where
-// Metal converts float to half implicitly: a class's `operator float` (MLX's
-// fp8_e8m0, bronze's bfloat without a cast) does not reach half there.
-// GCC's errors for it name neither, so this note does.
+// Metal converts float to half implicitly. A cast of a class with operator
+// float gets its way to half from the rewrite (rules/half_conversions.cpp);
+// an implicit conversion (`half h = x;`, an argument) has none, and GCC's
+// error names neither: this note does.
 std::string float16_rank_note(const std::string& error) {
-  if (error.find("_Float16") == std::string::npos) return {};
-  for (const char* gcc : {"invalid cast from type", "static_cast\u2019 from type", "static_cast' from type",
-                          "invalid user-defined conversion from"})
+  const std::size_t to = error.rfind(" to ");
+  if (to == std::string::npos || error.find("_Float16", to) == std::string::npos) return {};
+  for (const char* gcc : {"cannot convert", "invalid cast from type", "static_cast\u2019 from type",
+                          "static_cast' from type", "invalid user-defined conversion from"})
     if (error.find(gcc) != std::string::npos)
       return "note: if this value reaches half through float (a class's operator float): GCC 13 and later convert "
-             "float to half (_Float16) only explicitly, where Metal converts implicitly; GCC 12 and Clang follow "
-             "Metal ($BRONZE_CXX chooses)\n";
+             "float to half (_Float16) only explicitly, where Metal converts implicitly; a cast (half(x)) builds "
+             "with every compiler, and GCC 12 and Clang follow Metal ($BRONZE_CXX chooses)\n";
   return {};
 }
 }  // namespace

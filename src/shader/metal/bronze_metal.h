@@ -191,6 +191,22 @@ constexpr half operator+(half a) { return a; }
 typedef _Float16 half;
 #endif
 
+// A class's conversion to float or double reaches half in a cast, as in
+// Metal: the rewrite puts this beside it (shader/rules/half_conversions.cpp).
+// GCC 13 and later take float -> _Float16 (a lower rank, C++23's rule) as
+// no standard conversion, so `static_cast<half>(x)` or `T(x)` with T = half
+// found no way for MLX's fp8_e8m0. Explicit, so only casts consider it
+// (`f(x)` with f(float) beside f(half) still takes f(float)); a template,
+// so a conversion the class declares to half wins over it. CUDA's half
+// takes the float through its constructor.
+#if BRONZE_CUDA
+#define BRONZE_HALF_THROUGH(from, ...)
+#else
+#define BRONZE_HALF_THROUGH(from, ...)                                                                   \
+  template <class bronze_H, class = typename ::bronze_msl::bronze_if_<__is_same(bronze_H, ::bronze_msl::half)>::type> \
+  constexpr explicit operator bronze_H() __VA_ARGS__ { return bronze_H(this->operator from()); }
+#endif
+
 // bfloat as Metal's compiler takes it: it converts implicitly to float, and
 // from integers (libraries write `x = 0`), not from float or half; bfloat op
 // bfloat and bfloat op integer give bfloat, bfloat op float gives float.

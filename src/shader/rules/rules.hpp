@@ -33,6 +33,8 @@ void compound_literals(const Input&, Edits&);
 void address_spaces(const Input&, Edits&);
 // Threadgroup variables become the target's group storage.
 void threadgroup_variables(const Input&, Edits&);
+// A class's conversion to float (or double) gets an explicit one on to half.
+void half_conversions(const Input&, Edits&);
 
 // Whether the `threadgroup` at token i declares a group variable (in a
 // function body; not a pointer, a reference, a parameter or a qualifier).
@@ -40,6 +42,7 @@ bool threadgroup_variable(const Input&, std::size_t i);
 
 inline constexpr Rule kTokenRules[] = {checked_buffers, dropped_declarations, function_constants, unroll_pragmas,
                                        float_literals,  global_namespace,     designated_arrays,  attributes,
-                                       compound_literals, address_spaces,     threadgroup_variables};
+                                       compound_literals, address_spaces,     threadgroup_variables,
+                                       half_conversions};
 
 }  // namespace bronze::shader::rules
