@@ -1,6 +1,7 @@
 """The host compiler: GCC and Clang each build and run representative kernels
-($BRONZE_CXX chooses; what it is comes from running it), a $BRONZE_CXX that
-names no working compiler is an error that says so, and `bronze info` tells.
+($BRONZE_CXX chooses; what it is comes from running it, once per compiler
+file: the disk cache keeps it), a $BRONZE_CXX that names no working compiler
+is an error that says so, and `bronze info` tells.
 
 Each compiler runs in its own process (the compiler is chosen once per
 process). Compilers that are not installed are skipped: scripts/install-deps
