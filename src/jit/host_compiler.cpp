@@ -389,7 +389,7 @@ const CompilerProbe& probe_compiler(const std::string& path) {
   DiskCache& cache = DiskCache::instance();
   const std::string key = sha256_hex("bronze-compiler-probe-1:" + file_identity(path));
   std::string out;
-  if (auto known = cache.read(key, ".probe")) {
+  if (auto known = cache.read(key, ".probe", false)) {
     out = *known;
   } else {
     std::string log;
@@ -401,7 +401,7 @@ const CompilerProbe& probe_compiler(const std::string& path) {
     }
     out = out.substr(out.find("bronze_compiler_kind "));
     out = out.substr(0, out.find('\n'));
-    cache.write(key, ".probe", out);
+    cache.write(key, ".probe", out, false);
   }
   char kind[16] = {0};
   int major = 0, minor = 0, patch = 0;
