@@ -199,14 +199,14 @@ void DiskCache::warn_once() {
   warn("bronze: the compile cache " + status());
 }
 
-std::optional<std::string> DiskCache::lookup(const std::string& key, const std::string& suffix) {
+std::optional<std::string> DiskCache::lookup(const std::string& key, const std::string& suffix, bool counted) {
   if (!enabled_) return std::nullopt;
   std::string path = dir_ + "/" + key + suffix;
   std::string data;
   if (!read_file(path, data)) {
     log(LogLevel::Debug, [&] { return "compile cache lookup " + key + suffix + ": miss"; });
     std::lock_guard<std::mutex> g(mu_);
-    counters_.misses++;
+    counters_.misses += counted;
     return std::nullopt;
   }
   bool ok = data.size() >= kTrailer && std::memcmp(data.data() + data.size() - sizeof kMagic, kMagic, sizeof kMagic) == 0;
@@ -221,15 +221,16 @@ std::optional<std::string> DiskCache::lookup(const std::string& key, const std::
   std::lock_guard<std::mutex> g(mu_);
   if (!ok) {  // truncated or corrupted: drop it, the caller rebuilds
     ::unlink(path.c_str());
-    counters_.corrupt++;
-    counters_.misses++;
+    counters_.corrupt += counted;
+    counters_.misses += counted;
     return std::nullopt;
   }
-  counters_.hits++;
+  counters_.hits += counted;
   return path;
 }
 
-std::string DiskCache::store(const std::string& key, const std::string& suffix, const std::string& tmp_path) {
+std::string DiskCache::store(const std::string& key, const std::string& suffix, const std::string& tmp_path,
+                             bool counted) {
   if (!writable()) return tmp_path;
   std::string data;
   if (!read_file(tmp_path, data)) throw Error("compile cache: cannot read " + tmp_path);
@@ -255,27 +256,27 @@ std::string DiskCache::store(const std::string& key, const std::string& suffix, 
   }
   {
     std::lock_guard<std::mutex> g(mu_);
-    counters_.stores++;
+    counters_.stores += counted;
   }
   log(LogLevel::Info, [&] { return "compile cache: stored " + key + suffix + " (" + LogScope::name() + ")"; });
   trim(path);
   return path;
 }
 
-std::optional<std::string> DiskCache::read(const std::string& key, const std::string& suffix) {
-  auto hit = lookup(key, suffix);
+std::optional<std::string> DiskCache::read(const std::string& key, const std::string& suffix, bool counted) {
+  auto hit = lookup(key, suffix, counted);
   std::string data;
   if (!hit || !read_file(*hit, data) || data.size() < kTrailer) return std::nullopt;  // replaced since the lookup
   data.resize(data.size() - kTrailer);
   return data;
 }
 
-void DiskCache::write(const std::string& key, const std::string& suffix, const std::string& data) {
+void DiskCache::write(const std::string& key, const std::string& suffix, const std::string& data, bool counted) {
   if (!writable()) return;
   const std::string dir = make_work_dir(), tmp = dir + "/entry";
   try {
     write_file(tmp, data);
-    store(key, suffix, tmp);
+    store(key, suffix, tmp, counted);
   } catch (const Error&) {
   }
   remove_tree(dir);

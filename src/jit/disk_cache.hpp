@@ -39,17 +39,20 @@ class DiskCache {
   std::string status() const;  // the path, why it is off, or why it is read-only
 
   // The path of a verified entry for `key` (ready to dlopen), if any.
-  std::optional<std::string> lookup(const std::string& key, const std::string& suffix);
+  // `counted`: in counters() (false for bronze's own records, such as what
+  // a compiler is, which are no compiles).
+  std::optional<std::string> lookup(const std::string& key, const std::string& suffix, bool counted = true);
   // Moves the compiled file `tmp_path` into the cache; returns the entry's
   // path, or `tmp_path` itself (unchanged) when the cache is off or cannot
   // be written.
-  std::string store(const std::string& key, const std::string& suffix, const std::string& tmp_path);
+  std::string store(const std::string& key, const std::string& suffix, const std::string& tmp_path,
+                    bool counted = true);
   // An entry bronze reads itself (a record, an image: not a shared object
   // to dlopen): its verified content, without the checksum trailer.
-  std::optional<std::string> read(const std::string& key, const std::string& suffix);
+  std::optional<std::string> read(const std::string& key, const std::string& suffix, bool counted = true);
   // `data` as an entry for `key`, when the cache can be written; entries
   // written so are shortcuts: one that cannot be stored is left out.
-  void write(const std::string& key, const std::string& suffix, const std::string& data);
+  void write(const std::string& key, const std::string& suffix, const std::string& data, bool counted = true);
   // A fresh private directory for a compiler run (inside the cache when on).
   std::string make_work_dir();
   // A name of this process's own for the file at `path` (an entry, or a

@@ -49,7 +49,8 @@ struct HostCompiler {
 };
 
 // What running `path` tells about it: its kind and version from `-E` over
-// its predefined macros. Cached per path for the process. Empty status when
+// its predefined macros. Cached per path for the process, and on disk per
+// file (its path, size and time: a replaced compiler is run again). Empty status when
 // it is a C or C++ compiler (or GCC's cpp) that preprocesses C++.
 struct CompilerProbe {
   CompilerKind kind = CompilerKind::Unknown;

@@ -147,6 +147,24 @@ std::string gcc_wording(std::string l) {
   if (end == std::string::npos) return l;
   return l.substr(0, at) + "static assertion failed: " + l.substr(end + 3);
 }
+
+// GCC 13 and later take float -> _Float16 as no implicit conversion (C++23's
+// rule for a lower-ranked floating type, which no option turns off), where
+// Metal converts float to half implicitly. A cast of a class with operator
+// float gets its way to half from the rewrite (rules/half_conversions.cpp);
+// an implicit conversion (`half h = x;`, an argument) has none, and GCC's
+// error names neither: this note does.
+std::string float16_rank_note(const std::string& error) {
+  const std::size_t to = error.rfind(" to ");
+  if (to == std::string::npos || error.find("_Float16", to) == std::string::npos) return {};
+  for (const char* gcc : {"cannot convert", "invalid cast from type", "static_cast\u2019 from type",
+                          "static_cast' from type", "invalid user-defined conversion from"})
+    if (error.find(gcc) != std::string::npos)
+      return "note: if this value reaches half through float (a class's operator float): GCC 13 and later convert "
+             "float to half (_Float16) only explicitly, where Metal converts implicitly; a cast (half(x)) builds "
+             "with every compiler, and GCC 12 and Clang follow Metal ($BRONZE_CXX chooses)\n";
+  return {};
+}
 }  // namespace
 
 [[noreturn]] void raise_compile_error(const std::string& diag, const std::vector<SourceFile>& files) {
@@ -224,7 +242,7 @@ std::string gcc_wording(std::string l) {
       if (!f.text.empty()) excerpt = source_excerpt(f.text, first.line, first.col);
     }
   if (not_supported) throw ShaderNotSupportedError(first.text + "\n" + excerpt + rest, first.line, first.col);
-  throw ShaderCompileError(first.text + "\n" + excerpt + rest, first.line, first.col);
+  throw ShaderCompileError(first.text + "\n" + excerpt + rest + float16_rank_note(first.text), first.line, first.col);
 }
 
 namespace {

@@ -441,6 +441,7 @@ class Parser {
         while (t(k).kind != Token::End && t(k).text != "(") ++k;
         lparen = k;
         rparen = match(k, "(", ")");
+        if (in_class && conversions_) conversion_function(start, i, rparen, !tparams.empty());
         i = rparen + 1;
         continue;
       }
@@ -501,9 +502,14 @@ class Parser {
               for (std::size_t k = class_at + 1, e = match_angle(class_at + 1); k <= e; ++k) scope_name += t(k).text;
             std::string inner = ns.empty() ? scope_name : ns + "::" + scope_name;
             std::string saved = current_class_;
+            ClassConversions conversions, *saved_conversions = conversions_;
             current_class_ = class_name;
+            conversions_ = &conversions;
             scope(i + 1, inner, true);
             current_class_ = saved;
+            conversions_ = saved_conversions;
+            if (!conversions.templated && !conversions.to_float.empty())
+              out_.float_conversions.push_back(conversions.to_float.front());
             note_fields(class_name, i + 1, close);
           }
           return skip_statement(close + 1);
@@ -565,6 +571,27 @@ class Parser {
     if (rparen == lparen + 2 && t(lparen + 1).text == "void") return;
     std::string member = in_class && !current_class_.empty() ? current_class_ + "::" + t(name_at).text : "";
     helpers_.push_back({t(name_at).text, member, {rparen, body, rparen == lparen + 1}});
+  }
+
+  // A conversion function of the class being read (`operator` at op): one
+  // to float or double is noted (float first), one that is a template marks
+  // the class (an added template would tie with it).
+  void conversion_function(std::size_t first, std::size_t op, std::size_t rparen, bool templated) {
+    const std::string& to = t(op + 1).text;
+    if (t(op + 1).kind != Token::Ident || to == "new" || to == "delete") return;  // an operator, not a conversion
+    if (templated) {
+      conversions_->templated = true;
+      return;
+    }
+    if ((to != "float" && to != "double") || t(op + 2).text != "(" || rparen != op + 3) return;
+    for (std::size_t k = first; k < op; ++k)
+      if (t(k).text == "explicit") return;  // Metal casts through it to float only
+    std::size_t k = rparen + 1;
+    while (t(k).kind != Token::End && t(k).text != "{" && t(k).text != ";" && t(k).text != "=") ++k;
+    if (t(k).text == "=") return;  // = delete
+    ParsedSource::FloatConversion c{op, rparen, t(k).text == "{" ? match(k, "{", "}") : k};
+    auto& found = conversions_->to_float;
+    found.insert(to == "float" ? found.begin() : found.end(), c);
   }
 
   void note_body(const std::string& name, std::size_t b, std::size_t e) {
@@ -1200,6 +1227,12 @@ class Parser {
   std::vector<std::set<std::string>> kernel_refs_;     // per kernel: its function and template arguments
   std::unordered_set<std::string> host_names_;         // the kernels' names so far
   std::string current_class_;
+  // The conversion functions of the class being read (null outside classes).
+  struct ClassConversions {
+    std::vector<ParsedSource::FloatConversion> to_float;
+    bool templated = false;
+  };
+  ClassConversions* conversions_ = nullptr;
   std::size_t header_ = 0;  // the outer `template` of nested template headers
   struct Member {
     std::size_t first, last;

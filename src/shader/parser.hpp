@@ -111,6 +111,15 @@ struct ParsedSource {
     bool no_params;
   };
   std::vector<CallChained> call_chained;
+  // A class's conversion to float or double (`operator float() const`, not
+  // explicit, not deleted), one per class that declares no conversion
+  // template: tokens of `operator`, its `)`, and the member's last (its
+  // body's `}` or its `;`). The rewrite adds its explicit way on to half
+  // beside it (rules::half_conversions).
+  struct FloatConversion {
+    std::size_t op, rparen, last;
+  };
+  std::vector<FloatConversion> float_conversions;
   std::string math_mode = "fast";  // the unit's kMathModePragma
   // Where the unit has no kernel but kernel templates (a file of them that
   // other files include and instantiate): why, for a lookup's error.

@@ -174,6 +174,28 @@ TEST(RewriteRule, CallChains) {
          "named outside a call (whose function type counts) do not";
 }
 
+TEST(RewriteRule, HalfConversions) {
+  EXPECT_EQ(run(rules::half_conversions,
+                "struct A { operator double() const; operator float() thread constant { return 1; }\n};\n"
+                "template <typename T> struct B { operator float() && noexcept { return T(); } };\n"),
+            "struct A { operator double() const; operator float() thread constant { return 1; } "
+            "BRONZE_HALF_THROUGH(float, const)\n};\n"
+            "template <typename T> struct B { operator float() && noexcept { return T(); } BRONZE_HALF_THROUGH(float, &&) };\n")
+      << "one per class, through float before double, with the qualifiers of `this` but its address space";
+  EXPECT_EQ(run(rules::half_conversions, "struct D { operator double(); };\n"),
+            "struct D { operator double(); BRONZE_HALF_THROUGH(double,) };\n");
+  const std::string untouched =
+      "struct E { explicit operator float() const { return 1; } };\n"  // Metal casts through it to float only
+      "struct F { operator float() = delete; };\n"
+      "struct G { operator float() const; template <class T> operator T() const; };\n"  // the two would tie
+      "struct H { int f(); };\n"
+      "H::operator float() const { return 1; }\n"
+      "inline float g(thread A& a) { return a.operator float() + operator float(); }\n"
+      "kernel void k(device float* o) { struct L { operator float() { return 1; } }; o[0] = L(); }\n";
+  EXPECT_EQ(run(rules::half_conversions, untouched), untouched)
+      << "explicit, deleted, beside a conversion template, outside a class, or in a local class (no member templates)";
+}
+
 TEST(RewriteRule, DivergentShufflesRunBeforeTheirBranch) {
   using bronze::shader::rules::hoist_divergent_shuffles;
   EXPECT_EQ(hoist_divergent_shuffles("if (lane >= 1) x += simd_shuffle_up(x, 1);"),

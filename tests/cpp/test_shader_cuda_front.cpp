@@ -123,6 +123,34 @@ TEST(CompileErrors, ErrorsInBronzesHeadersPointAtTheUsersInstantiation) {
   }
 }
 
+TEST(CompileErrors, GccsRefusalOfFloatToHalfSaysWhyAndWhatBuildsIt) {
+  // GCC 14's words for a class with only operator float converted to half
+  // implicitly (a cast builds: rules/half_conversions.cpp): a note names
+  // the rule; other errors, about half too, get none.
+  std::string src =
+      "struct e8m0 { uchar bits; operator float() const { return 1; } };\n"
+      "kernel void k(device half* o, device int* p) {\n"
+      "  half h = e8m0{1}; o[0] = h; }\n";
+  const std::string refused =
+      "shader.metal:3:12: error: cannot convert \u2018bronze_msl::e8m0\u2019 to \u2018bronze_msl::half\u2019 {aka "
+      "\u2018_Float16\u2019} in initialization\n";
+  const std::string pointer =
+      "shader.metal:3:25: error: cannot convert \u2018bronze_msl::half\u2019 {aka \u2018_Float16\u2019} to "
+      "\u2018int*\u2019 in assignment\n";
+  const std::string other = "shader.metal:3:35: error: \u2018p\u2019 was not declared in this scope\n";
+  for (const auto& [log, noted] : {std::pair{refused, true}, std::pair{pointer, false}, std::pair{other, false}}) {
+    try {
+      bs::raise_compile_error(log, {{"shader.metal", src}});
+      FAIL();
+    } catch (const bronze::ShaderCompileError& e) {
+      EXPECT_EQ(std::string(e.what()).find("GCC 13 and later convert float to half (_Float16) only explicitly, "
+                                           "where Metal converts implicitly; a cast (half(x)) builds") != std::string::npos,
+                noted)
+          << e.what();
+    }
+  }
+}
+
 TEST(CudaTranslation, MetalKernelsCompileWithNvrtc) {
   if (!bronze::cuda::nvrtc_available()) GTEST_SKIP() << bronze::cuda::nvrtc_status();
   std::string src = R"(#include <metal_stdlib>

@@ -1,6 +1,7 @@
 """The host compiler: GCC and Clang each build and run representative kernels
-($BRONZE_CXX chooses; what it is comes from running it), a $BRONZE_CXX that
-names no working compiler is an error that says so, and `bronze info` tells.
+($BRONZE_CXX chooses; what it is comes from running it, once per compiler
+file: the disk cache keeps it), a $BRONZE_CXX that names no working compiler
+is an error that says so, and `bronze info` tells.
 
 Each compiler runs in its own process (the compiler is chosen once per
 process). Compilers that are not installed are skipped: scripts/install-deps
@@ -27,10 +28,12 @@ pytestmark = pytest.mark.skipif(ON_CUDA, reason="the host compiler builds CPU ke
 
 COMPILERS = ["g++", "g++-12", "g++-13", "g++-14", "clang++-15", "clang++-16", "clang++-17", "clang++-18",
              "clang++-19"]
+CHROOTED = ["g++-13", "g++-14", "clang++-17", "clang++-18"]  # the ones scripts/host-compilers provides
 
 # One library with the features whose code differs most between compilers:
-# threadgroup barriers (fibers) and simdgroup reductions, half/bfloat
-# conversions (static_cast<half>(bfloat) failed on g++ 13), numeric_limits
+# threadgroup barriers (fibers) and simdgroup reductions, conversions to
+# half (g++ 13 and 14 refused static_cast<half>(bfloat) and found no
+# is_convertible<float, half>, which MLX's complex64_t conversions rest on), numeric_limits
 # specialized by the library, templates instantiated under host names,
 # metal::exp10 and fast math; then a function constant through specialize,
 # validate=True's checks, an error at the user's line and the stack limit.
@@ -56,6 +59,8 @@ kernel void tg_sum(device const float* x [[buffer(0)]], device float* out [[buff
   threadgroup_barrier(mem_flags::mem_threadgroup);
   if (l == 0) out[tg] = partial[0] + partial[1] + partial[2] + partial[3] + offset;
 }
+
+static_assert(is_convertible_v<float, half>, "float converts to half implicitly");
 
 kernel void convert(device const float* x [[buffer(0)]], device half* h [[buffer(1)]],
                     device bfloat* b [[buffer(2)]], device float* y [[buffer(3)]],
@@ -136,10 +141,15 @@ def run_with(compiler, code, *args, env=None):
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=600, env=e)
 
 
+def require(compiler):
+    if not shutil.which(compiler):
+        pytest.skip(f"{compiler} is not installed" + (" (sudo scripts/host-compilers runs this file with it)"
+                                                      if compiler in CHROOTED else ""))
+
+
 @pytest.mark.parametrize("compiler", COMPILERS)
 def test_each_compiler_builds_and_runs_representative_kernels(compiler):
-    if not shutil.which(compiler):
-        pytest.skip(f"{compiler} is not installed")
+    require(compiler)
     p = run_with(compiler, CHECKS, SOURCE)
     assert p.returncode == 0, p.stdout + p.stderr
     r = json.loads(p.stdout.split("RESULT ", 1)[1])
@@ -160,6 +170,62 @@ def test_each_compiler_builds_and_runs_representative_kernels(compiler):
     assert msg.startswith("bad.metal:3:") and "undeclared_thing" in msg and line == 3, msg
     msg, line = r["stack"]
     assert msg.startswith("stack.metal:1:") and "1172 KiB of stack per thread" in msg and line == 1, msg
+
+
+# A class that converts to float only, as MLX's fp8_e8m0 (2^(bits - 127)),
+# into half: Metal converts float to half implicitly, so casts reach half
+# through operator float. GCC 13 and later take float -> _Float16 (a lower
+# rank, C++23's rule, which no option turns off) as no implicit conversion:
+# the rewrite gives the class an explicit way to half (a cast builds with
+# every compiler), considered by casts only, so pick(e) still takes the float
+# overload as Metal does; an implicit conversion (`half h = e;`) stays GCC
+# 13's error, with a note.
+FLOAT_ONLY = """\
+#include <metal_stdlib>
+using namespace metal;
+struct e8m0 {
+  uchar bits;
+  operator float() thread { return as_type<float>(uint(bits) << 23); }
+};
+template <typename T> T scale_of(uchar s) { return T(*(thread e8m0*)&s); }
+float pick(float) { return 1; }
+float pick(half) { return 2; }
+kernel void k(device half* o [[buffer(0)]], device float* p [[buffer(1)]], uint i [[thread_position_in_grid]]) {
+  e8m0 e{uchar(127 + i)};
+  o[i] = scale_of<half>(126 + i);
+  p[i] = pick(e) + 10 * float(static_cast<half>(e)) + 100 * float((half)e);
+}
+"""
+IMPLICIT = "kernel void k2(device half* o [[buffer(0)]]) { half h = e8m0{uchar(127)}; o[0] = h; }\n"
+
+FLOAT_ONLY_RUN = textwrap.dedent('''
+    import json, sys, bronze
+    r = {"compiler": bronze._C._host_compiler(check=True)}
+    o, p = bronze.zeros(4, dtype=bronze.float16), bronze.zeros(4)
+    bronze.compile_shader(sys.argv[1]).k(o, p)
+    r["out"] = [o.numpy().astype(float).tolist(), p.numpy().tolist()]
+    try:
+        bronze.compile_shader(sys.argv[1] + sys.argv[2]).k2(o)
+        r["implicit"] = float(o.numpy()[0])
+    except bronze.ShaderCompileError as e:
+        r["implicit"] = str(e)
+    print("RESULT " + json.dumps(r))
+''')
+
+
+@pytest.mark.parametrize("compiler", COMPILERS)
+def test_a_class_with_only_operator_float_casts_to_half(compiler):
+    require(compiler)
+    p = run_with(compiler, FLOAT_ONLY_RUN, FLOAT_ONLY, IMPLICIT)
+    assert p.returncode == 0, p.stdout + p.stderr
+    r = json.loads(p.stdout.split("RESULT ", 1)[1])
+    assert r["out"] == [[0.5, 1, 2, 4], [111, 221, 441, 881]], r
+    c = r["compiler"]
+    if c["kind"] == "GCC" and int(c["version"].split(".")[0]) >= 13:
+        assert "shader.metal:15:" in r["implicit"] and "GCC 13 and later convert float to half (_Float16) only " \
+            "explicitly" in r["implicit"], r
+    else:
+        assert r["implicit"] == 1, r
 
 
 INFO = "import bronze.__main__ as m, sys; sys.exit(m.main(['info']))"
@@ -203,6 +269,31 @@ def test_the_kind_comes_from_running_the_compiler_not_its_name(tmp_path):
     p = run_with(str(disguised), INFO)
     assert p.returncode == 0 and f"{disguised} (GCC " in p.stdout and "from $BRONZE_CXX): works" in p.stdout, \
         p.stdout + p.stderr
+
+
+def test_what_a_compiler_is_is_learnt_once_per_file(tmp_path):
+    # Running the compiler to tell its kind was most of a later process's
+    # first call: the disk cache keeps it, per file (a replaced one is run again).
+    gxx = shutil.which("g++")
+    if not gxx:
+        pytest.skip("g++ is not installed")
+    runs = tmp_path / "runs"
+    wrapper = tmp_path / "g++"
+    wrapper.write_text(f'#!/bin/sh\necho "$*" >> {runs}\nexec {gxx} "$@"\n')
+    wrapper.chmod(0o755)
+    env = {"BRONZE_CACHE_DIR": str(tmp_path / "cache")}
+
+    def probes():
+        return runs.read_text().splitlines().count("-E -x c++ probe.cpp")
+
+    for expected in [1, 1]:
+        p = run_with(str(wrapper), INFO, env=env)
+        assert p.returncode == 0 and f"{wrapper} (GCC " in p.stdout and ": works" in p.stdout, p.stdout + p.stderr
+        assert probes() == expected, runs.read_text()
+    later = wrapper.stat().st_mtime + 10
+    os.utime(wrapper, (later, later))
+    p = run_with(str(wrapper), INFO, env=env)
+    assert p.returncode == 0 and probes() == 2, runs.read_text()
 
 
 def test_info_names_the_default_compiler_and_says_it_works():

@@ -191,6 +191,22 @@ constexpr half operator+(half a) { return a; }
 typedef _Float16 half;
 #endif
 
+// A class's conversion to float or double reaches half in a cast, as in
+// Metal: the rewrite puts this beside it (shader/rules/half_conversions.cpp).
+// GCC 13 and later take float -> _Float16 (a lower rank, C++23's rule) as
+// no standard conversion, so `static_cast<half>(x)` or `T(x)` with T = half
+// found no way for MLX's fp8_e8m0. Explicit, so only casts consider it
+// (`f(x)` with f(float) beside f(half) still takes f(float)); a template,
+// so a conversion the class declares to half wins over it. CUDA's half
+// takes the float through its constructor.
+#if BRONZE_CUDA
+#define BRONZE_HALF_THROUGH(from, ...)
+#else
+#define BRONZE_HALF_THROUGH(from, ...)                                                                   \
+  template <class bronze_H, class = typename ::bronze_msl::bronze_if_<__is_same(bronze_H, ::bronze_msl::half)>::type> \
+  constexpr explicit operator bronze_H() __VA_ARGS__ { return bronze_H(this->operator from()); }
+#endif
+
 // bfloat as Metal's compiler takes it: it converts implicitly to float, and
 // from integers (libraries write `x = 0`), not from float or half; bfloat op
 // bfloat and bfloat op integer give bfloat, bfloat op float gives float.
@@ -577,11 +593,17 @@ template <class T> struct is_pointer<T*> : true_type {};
 template <class T> constexpr bool is_pointer_v = is_pointer<T>::value;
 template <class T> struct is_scalar : bool_constant<is_arithmetic<T>::value || is_pointer<T>::value> {};
 template <class T> constexpr bool is_scalar_v = is_scalar<T>::value;
+// float and double convert to half implicitly, as in Metal: GCC 13 and
+// later take float -> _Float16 (a lower rank, C++23's rule) as no implicit
+// conversion, which would hide conversions that libraries enable by this
+// trait (MLX's complex64_t to half).
 template <class From, class To> struct is_convertible {
   template <class T> static void take(T);
   template <class F, class T, class = decltype(take<T>(declval<F>()))> static true_type test(int);
   template <class, class> static false_type test(...);
-  static constexpr bool value = decltype(test<From, To>(0))::value;
+  static constexpr bool value = decltype(test<From, To>(0))::value ||
+                                (is_same<remove_cv_t<To>, half>::value &&
+                                 (is_same<remove_cvref_t<From>, float>::value || is_same<remove_cvref_t<From>, double>::value));
 };
 template <class From, class To> constexpr bool is_convertible_v = is_convertible<From, To>::value;
 #define BRONZE_SIGN_PAIR(S, U)                                                                      \

@@ -35,6 +35,8 @@ void address_spaces(const Input&, Edits&);
 void threadgroup_variables(const Input&, Edits&);
 // Helpers that reach a collective take their caller (the CPU's call chains).
 void call_chains(const Input&, Edits&);
+// A class's conversion to float (or double) gets an explicit one on to half.
+void half_conversions(const Input&, Edits&);
 
 // Whether the `threadgroup` at token i declares a group variable (in a
 // function body; not a pointer, a reference, a parameter or a qualifier).
@@ -43,6 +45,6 @@ bool threadgroup_variable(const Input&, std::size_t i);
 inline constexpr Rule kTokenRules[] = {checked_buffers, dropped_declarations, function_constants, unroll_pragmas,
                                        float_literals,  global_namespace,     designated_arrays,  attributes,
                                        compound_literals, address_spaces,     threadgroup_variables,
-                                       call_chains};
+                                       call_chains,       half_conversions};
 
 }  // namespace bronze::shader::rules
