@@ -219,6 +219,11 @@ class Parser {
   // The '>' closing the template argument list opened at `open`; '<' and
   // '>' inside parentheses or brackets are comparisons and shifts.
   std::size_t match_angle(std::size_t open) const {
+    if (std::size_t close = closing_angle(open)) return close;
+    fail(t(open), "no matching '>'");
+  }
+  // The same, or 0 where none closes it (then it compares: `f < n`).
+  std::size_t closing_angle(std::size_t open) const {
     int angle = 0, paren = 0;
     for (std::size_t i = open; t(i).kind != Token::End; ++i) {
       const std::string& x = t(i).text;
@@ -228,7 +233,7 @@ class Parser {
       else if (paren == 0 && x == ">" && --angle == 0) return i;
       else if (paren == 0 && x == ";") break;
     }
-    fail(t(open), "no matching '>'");
+    return 0;
   }
 
   bool attribute_at(std::size_t i) const { return t(i).text == "[" && t(i + 1).text == "["; }
@@ -1202,8 +1207,8 @@ class Parser {
     for (const Helper& h : helpers_) named.insert(h.name);
     for (std::size_t k = 0; k < out_.tokens.size(); ++k) {
       if (t(k).kind != Token::Ident || !named.count(t(k).text)) continue;
-      std::size_t next = t(k + 1).text == "<" ? match_angle(k + 1) + 1 : k + 1;
-      if (t(next).text != "(") valued.insert(t(k).text);
+      std::size_t close = t(k + 1).text == "<" ? closing_angle(k + 1) : k;
+      if (close && t(close + 1).text != "(") valued.insert(t(k).text);
     }
     for (const Helper& h : helpers_)
       if ((coop.count(h.name) || (!h.member.empty() && coop.count(h.member))) && !declared_.count(h.name) &&
