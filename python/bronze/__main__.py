@@ -20,6 +20,15 @@ class _Refused(Exception):
     """Input the command refuses (a file, a setting): one line on stderr, exit status 2."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's refusals (an unknown command or option, a missing or bad
+    argument) as one line, as the commands' own, rather than the usage and a
+    line."""
+
+    def error(self, message):
+        raise _Refused(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
 def _info(args):
     import bronze
 
@@ -80,13 +89,15 @@ def _compile(args):
     # /dev/stdin would name the output), a folder or another encoding.
     sources = []
     for path in args.files:
+        if not os.path.isfile(path):
+            raise _Refused(f"not a regular file: {path}" if os.path.exists(path) else f"no such file: {path}")
         try:
-            if not os.path.isfile(path):
-                raise OSError(f"not a regular file: {path}" if os.path.exists(path) else f"no such file: {path}")
             with open(path, encoding="utf-8") as f:
                 sources.append(f.read())
-        except (OSError, UnicodeDecodeError) as e:
-            raise _Refused(e) from None
+        except OSError as e:
+            raise _Refused(f"cannot read {path}: {e.strerror}") from None
+        except UnicodeDecodeError as e:
+            raise _Refused(f"{path} is not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start})") from None
     from ._check import parse_defines
 
     defines = parse_defines(args.define)
@@ -96,10 +107,12 @@ def _compile(args):
         try:
             data = bronze.compile_library(source, filename=path, archs=args.arch, include_dirs=args.include,
                                           defines=defines, math_mode=args.math_mode)
-        except (bronze.ShaderCompileError, bronze.NotSupportedError, ValueError) as e:
+        except (bronze.ShaderCompileError, bronze.NotSupportedError) as e:
             print(e, file=sys.stderr)
             status = 1
             continue
+        except ValueError as e:  # an option (-I, -D, --arch, a $BRONZE_* setting): every file's, so refused once
+            raise _Refused(e) from None
         try:  # a folder, a missing or read-only folder, a full disk (/dev/full)
             with open(out, "wb") as f:
                 f.write(data)
@@ -120,6 +133,18 @@ def _check(args):
     if not files:
         raise _Refused(f"no .metal files under {', '.join(args.paths)}")
     defines = check.parse_defines(args.define)
+    import bronze
+
+    # The options (and $BRONZE_* settings) are every file's: a bad one is
+    # refused once, here, rather than reported as each file's failure.
+    try:
+        if args.device.startswith("sm_"):
+            bronze._arch_number(args.device)
+        else:
+            bronze.device(args.device)
+        bronze.find_kernels("", include_dirs=args.include, defines=defines)
+    except ValueError as e:
+        raise _Refused(e) from None
 
     def line(path, r):
         if r["ok"]:
@@ -305,8 +330,18 @@ def _version():
     return __version__
 
 
+def _jobs(text):
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"a whole number >= 1, got {text!r}")
+    return n
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="bronze", description=__doc__.split("\n")[0])
+    parser = _Parser(prog="bronze", description=__doc__.split("\n")[0])
     parser.add_argument("--version", action="version", version=f"bronze {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="devices, backends and limits").set_defaults(func=_info)
@@ -326,7 +361,7 @@ def main(argv=None):
     chk.add_argument("-D", dest="define", action="append", default=[], help="a macro, NAME or NAME=VALUE")
     chk.add_argument("--device", default="cpu",
                      help="cpu (default), cuda[:N], or sm_XY: compile for that GPU architecture with NVRTC, no GPU needed")
-    chk.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="files compiled at once (default: the CPUs)")
+    chk.add_argument("--jobs", type=_jobs, default=os.cpu_count() or 1, help="files compiled at once (default: the CPUs)")
     chk.add_argument("--build-all", action="store_true",
                      help="build every kernel (compile_shader checks a file and builds kernels on first use)")
     chk.add_argument("--json", help="write each file's result as JSON here")
@@ -339,11 +374,18 @@ def main(argv=None):
     replay = cap.add_parser("replay", help="run the captured kernels again")
     replay.add_argument("file")
     replay.set_defaults(func=_replay)
-    args = parser.parse_args(argv)
     try:
+        args, extra = parser.parse_known_args(argv)
+    except _Refused as e:  # _Parser's: the message names its command
+        print(e, file=sys.stderr)
+        return 2
+    prog = " ".join(filter(None, ("bronze", args.command, getattr(args, "action", None))))
+    try:
+        if extra:  # said by the command they were given to, not by bronze's top level as parse_args would
+            raise _Refused(f"unrecognized arguments: {' '.join(extra)} (see {prog} --help)")
         return args.func(args)
     except _Refused as e:
-        print(f"bronze {' '.join(filter(None, (args.command, getattr(args, 'action', None))))}: {e}", file=sys.stderr)
+        print(f"{prog}: {e}", file=sys.stderr)
         return 2
 
 

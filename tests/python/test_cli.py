@@ -32,6 +32,60 @@ def test_compile_to_an_output_it_cannot_write(output, words, tmp_path, capsys):
     refused(["compile", str(src), "-o", out], capsys, f"cannot write {out}: {words}")
 
 
+@pytest.mark.parametrize("argv, line", [
+    ([], "bronze: the following arguments are required: command (see bronze --help)"),
+    (["nope"], "bronze: argument command: invalid choice: 'nope'"),
+    (["compile"], "bronze compile: the following arguments are required: FILE (see bronze compile --help)"),
+    (["info", "--bogus"], "bronze info: unrecognized arguments: --bogus (see bronze info --help)"),
+    (["capture", "show", "x", "y"], "bronze capture show: unrecognized arguments: y (see bronze capture show --help)"),
+    (["compile", "k.metal", "--math-mode", "exact"], "bronze compile: argument --math-mode: invalid choice: 'exact'"),
+    (["check", "k.metal", "--jobs", "0"], "bronze check: argument --jobs: a whole number >= 1, got '0'"),
+    (["check", "k.metal", "--jobs", "two"], "bronze check: argument --jobs: a whole number >= 1, got 'two'"),
+])
+def test_usage_errors_are_one_line(argv, line, capsys):
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and err.startswith(line), err
+
+
+@pytest.mark.parametrize("command", ["compile", "check"])
+@pytest.mark.parametrize("option, words", [(["-I", "/nonexistent"], "include_dirs: no folder '/nonexistent'"),
+                                           (["-D", "=1"], "defines: '' is not a macro name")])
+def test_a_bad_option_is_refused_once_not_as_each_files_failure(command, option, words, tmp_path, capsys):
+    files = [tmp_path / "a.metal", tmp_path / "b.metal"]
+    for f in files:
+        f.write_text(SEED)
+    refused([command, *map(str, files), *option], capsys, words)
+    assert not list(tmp_path.glob("*.bronzelib"))
+
+
+@pytest.mark.parametrize("device, words", [("gpu", "invalid device 'gpu'"),
+                                           ("sm_x", "a GPU architecture is 'sm_90' or 90, got 'sm_x'")])
+def test_check_refuses_a_bad_device(device, words, tmp_path, capsys):
+    (tmp_path / "k.metal").write_text(SEED)
+    refused(["check", str(tmp_path), "--device", device], capsys, words)
+
+
+def test_compile_refuses_a_bad_arch(tmp_path, capsys):
+    (tmp_path / "k.metal").write_text(SEED)
+    refused(["compile", str(tmp_path / "k.metal"), "--arch", "volta"], capsys, "a GPU architecture is 'sm_90' or 90, got 'volta'")
+
+
+def test_compile_refuses_what_is_no_utf8_text_file(tmp_path, capsys):
+    (tmp_path / "folder.metal").mkdir()
+    latin1 = tmp_path / "latin1.metal"
+    latin1.write_bytes(b"// caf\xe9\n" + SEED.encode())
+    refused(["compile", str(tmp_path / "missing.metal")], capsys, f"no such file: {tmp_path / 'missing.metal'}")
+    refused(["compile", str(tmp_path / "folder.metal")], capsys, f"not a regular file: {tmp_path / 'folder.metal'}")
+    refused(["compile", str(latin1)], capsys, f"{latin1} is not UTF-8 text (byte 0xe9 at offset 6)")
+
+
+def test_console_script_refusal_has_no_traceback(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "bronze", "compile", str(tmp_path / "missing.metal")],
+                       capture_output=True, text=True, timeout=120)
+    assert (r.returncode, r.stdout, r.stderr) == (2, "", f"bronze compile: no such file: {tmp_path / 'missing.metal'}\n")
+
+
 def test_info_with_a_bad_setting_names_it():
     r = subprocess.run([sys.executable, "-m", "bronze", "info"], capture_output=True, text=True, timeout=120,
                        env=dict(os.environ, BRONZE_CACHE_MAX_BYTES="lots"))
