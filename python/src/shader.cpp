@@ -326,7 +326,9 @@ void bind_shader(nb::module_& m) {
         ArgCasts casts;
         for (auto [key, value] : kwargs) {
           // Compared in place (no std::string per keyword: this is the launch hot path).
-          auto is = [&](const char* name) { return PyUnicode_CompareWithASCIIString(key.ptr(), name) == 0; };
+          // The pointer is captured, not `key`: Clang before 16 captures no structured binding.
+          PyObject* keyword = key.ptr();
+          auto is = [keyword](const char* name) { return PyUnicode_CompareWithASCIIString(keyword, name) == 0; };
           if (value.is_none()) continue;
           if (is("threads")) opt.threads = to_dim3(value, "threads");
           else if (is("group_size")) opt.group_size = to_dim3(value, "group_size");
