@@ -55,6 +55,7 @@ from ._C import (  # noqa: F401  (re-exported API)
     synchronize,
 )
 from . import _C
+from . import _cuda_paths  # noqa: F401  (pip's NVIDIA wheels, where NVRTC and cuBLAS may be)
 from . import _log  # noqa: F401  (bronze's log records to logging.getLogger("bronze"))
 from ._tensor import (  # noqa: F401
     arange,

@@ -5,6 +5,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "backends/cpu/blas.hpp"
+#include "backends/cuda/toolkit_paths.hpp"
 #include "bronze/event.hpp"
 #include "bronze/memory.hpp"
 #include "bronze/error.hpp"
@@ -236,6 +237,10 @@ void bind_runtime(nb::module_& m) {
     }
     return cpu::blas::status();
   }, "The CBLAS library mm loads on the CPU, or why there is none.");
+  m.def("_set_pip_cuda_dirs", &cuda::set_pip_library_dirs, nb::arg("dirs"),
+        "The lib folders of pip's NVIDIA wheels (site-packages/nvidia/*/lib), searched for NVRTC and cuBLAS "
+        "after the library path.");
+  m.def("_pip_cuda_dirs", &cuda::pip_library_dirs, "The folders _set_pip_cuda_dirs gave.");
   m.def("_capturing", &profiler::is_capturing);
   m.def("_capture_start", &profiler::start_capture, nb::arg("path"));
   m.def("_capture_stop", &profiler::stop_capture);

@@ -2,11 +2,14 @@
 // it on the GPU machine).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "backends/cuda/cuda_kernels.hpp"
 #include "backends/cuda/driver_api.hpp"
 #include "backends/cuda/nvrtc.hpp"
+#include "backends/cuda/toolkit_paths.hpp"
 #include "bronze/bronze.hpp"
 
 namespace {
@@ -143,6 +146,25 @@ TEST(CudaKernels, GeneratedSourcesCompileWithNvrtc) {
     ASSERT_NO_THROW(cubin = bronze::cuda::compile_tensor_kernel(src, 90, exact)) << src;
     EXPECT_GT(cubin.size(), 100u);
   }
+}
+
+// The toolkit libraries are looked for on the library path, then in pip's
+// NVIDIA wheels (which the Python package names), then the toolkit's folders.
+TEST(ToolkitPaths, PipWheelsComeAfterTheLibraryPathAndBeforeTheToolkit) {
+  const auto saved = bronze::cuda::pip_library_dirs();
+  bronze::cuda::set_pip_library_dirs({"/sp/nvidia/cu13/lib", "/sp/nvidia/cuda_nvrtc/lib/"});
+  ::unsetenv("BRONZE_TEST_LIBRARY");
+  const auto names = bronze::cuda::toolkit_library_candidates("BRONZE_TEST_LIBRARY", "libnvrtc");
+  bronze::cuda::set_pip_library_dirs(saved);
+  auto at = [&](const std::string& n) { return std::find(names.begin(), names.end(), n) - names.begin(); };
+  ASSERT_LT(at("/sp/nvidia/cu13/lib/libnvrtc.so.13"), (long)names.size());
+  EXPECT_LT(at("libnvrtc.so.12"), at("/sp/nvidia/cu13/lib/libnvrtc.so.13"));
+  EXPECT_LT(at("/sp/nvidia/cu13/lib/libnvrtc.so.12"), at("/sp/nvidia/cuda_nvrtc/lib/libnvrtc.so.12"));
+  EXPECT_LT(at("/sp/nvidia/cuda_nvrtc/lib/libnvrtc.so"), at("/usr/local/cuda/lib64/libnvrtc.so.13"));
+  ::setenv("BRONZE_TEST_LIBRARY", "/x/libnvrtc.so", 1);
+  EXPECT_EQ(bronze::cuda::toolkit_library_candidates("BRONZE_TEST_LIBRARY", "libnvrtc"),
+            std::vector<std::string>{"/x/libnvrtc.so"});
+  ::unsetenv("BRONZE_TEST_LIBRARY");
 }
 
 // bronze-nvrtc's files (backends/cuda/nvrtc_worker.cpp): a request and a

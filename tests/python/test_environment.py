@@ -56,3 +56,17 @@ def test_an_empty_value_is_the_default():
     # BRONZE_NUM_THREADS="" gave one thread: empty is unset, as for every setting.
     threads = "bronze.get_device_properties().multi_processor_count"
     assert child(threads, BRONZE_NUM_THREADS="") == child(threads, BRONZE_NUM_THREADS=None)
+
+
+def test_pip_nvidia_wheels_on_sys_path_are_where_cuda_libraries_are_looked_for(tmp_path):
+    # PyTorch installs NVRTC and cuBLAS as pip wheels (site-packages/nvidia/cu13/lib):
+    # bronze names their lib folders to the core, which searches them after
+    # the library path (tests/cpp: ToolkitPaths).
+    for d in ("nvidia/cu13/lib", "nvidia/cuda_nvrtc/lib", "nvidia/empty"):
+        (tmp_path / d).mkdir(parents=True)
+    code = "import bronze; print('\\n'.join(bronze._C._pip_cuda_dirs()))"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr
+    dirs = [d.rstrip("/") for d in p.stdout.split()]
+    assert dirs[:2] == [str(tmp_path / "nvidia/cu13/lib"), str(tmp_path / "nvidia/cuda_nvrtc/lib")]

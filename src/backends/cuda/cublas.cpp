@@ -42,8 +42,9 @@ const Lib& lib() {
     }
     r.create = nullptr;
     r.status = toolkit_library_missing("BRONZE_CUBLAS_LIBRARY", "cuBLAS",
-                                       "no cuBLAS library found (libcublas.so.13/.12, $CUDA_HOME/lib64, "
-                                       "/usr/local/cuda/lib64, or $BRONZE_CUBLAS_LIBRARY)");
+                                       "no cuBLAS library found (libcublas.so.13/.12 on the library path, "
+                                       "pip's nvidia/*/lib on sys.path, $CUDA_HOME/lib64, /usr/local/cuda/lib64, "
+                                       "or $BRONZE_CUBLAS_LIBRARY)");
     return r;
   }();
   return l;

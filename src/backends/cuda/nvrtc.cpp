@@ -37,6 +37,7 @@ struct Nvrtc {
   nvrtcResult (*lowered_name)(nvrtcProgram, const char*, const char**) = nullptr;
   nvrtcResult (*destroy)(nvrtcProgram*) = nullptr;
   std::string status;
+  std::string path;      // the library loaded (bronze-nvrtc loads the same)
   std::string identity;  // library path and version, for cache keys
 };
 
@@ -57,6 +58,7 @@ const Nvrtc& lib() {
       if (!ok) continue;
       int major = 0, minor = 0;
       r.version(&major, &minor);
+      r.path = name;
       r.identity = name + ":" + std::to_string(major) + "." + std::to_string(minor);
       r.status = "NVRTC " + std::to_string(major) + "." + std::to_string(minor) + " (" + name + ")";
       return r;
@@ -64,7 +66,8 @@ const Nvrtc& lib() {
     r.version = nullptr;
     r.status = toolkit_library_missing("BRONZE_NVRTC_LIBRARY", "NVRTC",
                                        "no NVRTC library found (libnvrtc.so.13/.12 on the library path, "
-                                       "$CUDA_HOME/lib64, /usr/local/cuda/lib64, or $BRONZE_NVRTC_LIBRARY)");
+                                       "pip's nvidia/*/lib on sys.path, $CUDA_HOME/lib64, /usr/local/cuda/lib64, "
+                                       "or $BRONZE_NVRTC_LIBRARY)");
     return r;
   }();
   return n;
@@ -153,7 +156,7 @@ std::optional<NvrtcResult> run_in_worker(const NvrtcRequest& rq) {
   try {
     jit::write_file(request, encode_request(rq));
     std::string messages, data;
-    if (jit::run_helper({worker_path(), request, result}, messages) == 0 && jit::read_file(result, data))
+    if (jit::run_helper({worker_path(), request, result, lib().path}, messages) == 0 && jit::read_file(result, data))
       out = decode_result(data);
     if (!out)
       jit::log(jit::LogLevel::Info, [&] {
