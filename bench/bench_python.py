@@ -37,6 +37,14 @@ kernel void reduce(device const float* x, device atomic_float* out, constant uin
     if (lane == 0) atomic_fetch_add_explicit(out, v, memory_order_relaxed);
   }
 }
+kernel void barriers(device float* y, constant uint& n, uint i [[thread_position_in_grid]]) {
+  float v = i;
+  for (uint k = 0; k < n; ++k) {
+    v = v * 0.5f + 1.0f;
+    threadgroup_barrier(mem_flags::mem_none);
+  }
+  y[i] = v;
+}
 """
 
 OPENCL = """
@@ -175,6 +183,22 @@ def bench_throughput(lib, quick, cl):
         row(f"sum {n >> 20}M floats vs OpenCL", 4 * n / t_red / 1e9, 4 * n / t_cl / 1e9, "PoCL (OpenCL C)", "GB/s", True)
 
 
+def bench_barrier(lib, quick):
+    """What a threadgroup_barrier costs each thread: the CPU runs a group's
+    threads as fibers, so this is about two fiber switches. One group on one
+    core, so the figure is the switch, not the thread pool."""
+    group, n = 1024, 200 if quick else 1000
+    y = bronze.empty(group)
+
+    def run():
+        lib.barriers(y, n, threads=group, group_size=group)
+        bronze.synchronize()
+
+    run()
+    t = best(run, repeat=10)
+    row("threadgroup_barrier, 1024-thread group", t / (group * n) * 1e9, None, "-", "ns/thread")
+
+
 class OpenCLPeer:
     """The same kernels in OpenCL C on PoCL (Debian's pocl-opencl-icd)."""
 
@@ -234,6 +258,7 @@ def main():
     bench_compile(args.quick)
     bench_throughput(lib, args.quick, cl)
     bench_random(args.quick)
+    bench_barrier(lib, args.quick)
 
     print(f"\nbronze {bronze.__version__} on {bronze.get_device_properties().name}, "
           f"{bronze.get_device_properties().multi_processor_count} threads")

@@ -14,6 +14,7 @@
 #include <future>
 #include <iterator>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <thread>
 #include <unordered_map>
 
@@ -31,7 +32,6 @@
 #include "backends/shader_backend.hpp"
 #include "runtime/capture.hpp"
 #include "runtime/device_impl.hpp"
-#include "runtime/json_util.hpp"
 #include "api/library_impl.hpp"
 #include "api/unit_record.hpp"
 #include "runtime/shader_module.hpp"
@@ -59,23 +59,22 @@ std::string join_names(const detail::LibraryImpl& lib) {
 // grid, group and every argument's buffer identity and size or scalar bytes.
 void capture_dispatch(detail::LibraryImpl& lib, const KernelInfo& ki, const runtime::KernelLaunch& l,
                       const std::vector<KernelArg>& args, std::uint64_t stream) {
-  runtime::capture::record_once(lib.hash, [&] {
-    return "\"library\":" + runtime::json_quote(lib.hash) + ",\"source\":" + runtime::json_quote(lib.source);
-  });
-  std::string a;
+  using nlohmann::ordered_json;
+  runtime::capture::record_once(lib.hash, [&] { return ordered_json{{"library", lib.hash}, {"source", lib.source}}; });
   static const char* hexd = "0123456789abcdef";
   auto buffer = [](const Tensor& t) {
-    return "{\"buffer\":" + std::to_string(reinterpret_cast<std::uintptr_t>(t.storage().get())) +
-           ",\"bytes\":" + std::to_string(t.nbytes()) + ",\"dtype\":\"" + dtype_name(t.dtype()) + "\"}";
+    return ordered_json{{"buffer", reinterpret_cast<std::uintptr_t>(t.storage().get())},
+                        {"bytes", t.nbytes()},
+                        {"dtype", dtype_name(t.dtype())}};
   };
+  ordered_json a = ordered_json::array();
   for (std::size_t i = 0; i < args.size(); ++i) {
-    a += i ? "," : "";
     if (const Tensor* t = args[i].tensor()) {
-      a += buffer(*t);
+      a.push_back(buffer(*t));
     } else if (const std::vector<Tensor>* ts = args[i].tensors()) {  // its buffers, not their addresses
-      a += "{\"argument_buffer\":[";
-      for (std::size_t k = 0; k < ts->size(); ++k) a += (k ? "," : "") + buffer((*ts)[k]);
-      a += "]}";
+      ordered_json b = ordered_json::array();
+      for (const Tensor& u : *ts) b.push_back(buffer(u));
+      a.push_back(ordered_json{{"argument_buffer", std::move(b)}});
     } else {
       std::string hex;
       const std::uint8_t* b = l.inline_bytes.data() + l.args[i].inline_offset;
@@ -84,14 +83,15 @@ void capture_dispatch(detail::LibraryImpl& lib, const KernelInfo& ki, const runt
         hex += hexd[b[k] >> 4];
         hex += hexd[b[k] & 15];
       }
-      a += "{\"bytes_hex\":\"" + hex + "\"}";
+      a.push_back(ordered_json{{"bytes_hex", hex}});
     }
   }
-  runtime::capture::record("\"kernel\":" + runtime::json_quote(ki.name) + ",\"library\":" + runtime::json_quote(lib.hash) +
-                           ",\"stream\":" + std::to_string(stream) + ",\"grid\":[" + std::to_string(l.grid[0]) + "," +
-                           std::to_string(l.grid[1]) + "," + std::to_string(l.grid[2]) + "],\"group\":[" +
-                           std::to_string(l.group[0]) + "," + std::to_string(l.group[1]) + "," +
-                           std::to_string(l.group[2]) + "],\"args\":[" + a + "]");
+  runtime::capture::record({{"kernel", ki.name},
+                            {"library", lib.hash},
+                            {"stream", stream},
+                            {"grid", l.grid},
+                            {"group", l.group},
+                            {"args", std::move(a)}});
 }
 
 }  // namespace

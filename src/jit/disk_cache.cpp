@@ -1,6 +1,5 @@
 #include "jit/disk_cache.hpp"
 
-#include <dirent.h>
 #include <dlfcn.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -13,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <vector>
@@ -25,6 +25,7 @@
 #include "jit/warnings.hpp"
 
 namespace bronze::jit {
+namespace fs = std::filesystem;
 namespace {
 constexpr char kMagic[4] = {'B', 'R', 'Z', '1'};
 constexpr std::size_t kTrailer = 32 + sizeof kMagic;
@@ -46,25 +47,22 @@ std::string temp_base() {
 // minutes: a process of another pid namespace sharing the folder looks dead
 // while its build runs. Folders of older bronze versions carry no pid: a day.
 void remove_stale_builds(const std::string& dir) {
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return;
   const std::time_t now = std::time(nullptr);
   std::vector<std::string> stale;
-  while (dirent* e = ::readdir(d)) {
-    std::string n = e->d_name;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string n = it->path().filename(), p = it->path();
     if (n.rfind(kBuildPrefix, 0) != 0) continue;
-    std::string p = dir + "/" + n;
     struct stat st;
     if (::lstat(p.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) continue;
     const std::time_t age = now - st.st_mtime;
     if (age < 600) continue;
-    char* end = nullptr;
-    const long pid = std::strtol(n.c_str() + std::strlen(kBuildPrefix), &end, 10);
-    const bool gone = pid > 0 && *end == '-' ? ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH
+    char* rest = nullptr;
+    const long pid = std::strtol(n.c_str() + std::strlen(kBuildPrefix), &rest, 10);
+    const bool gone = pid > 0 && *rest == '-' ? ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH
                                              : age > 86400;
     if (gone) stale.push_back(p);
   }
-  ::closedir(d);
   for (const auto& p : stale) remove_tree(p);
 }
 
@@ -90,15 +88,12 @@ bool entry_name(const std::string& n) {
 // older bronze) as bronze's; true if it is (now) marked.
 bool own_folder(const std::string& dir) {
   if (std::string tag; read_file(dir + "/" + kTagName, tag)) return tag.find("bronze") != std::string::npos;
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return false;
-  bool ours = true;
-  while (dirent* e = ::readdir(d)) {
-    std::string n = e->d_name;
-    if (n != "." && n != ".." && !entry_name(n) && n.rfind(kBuildPrefix, 0) != 0) ours = false;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; it != end; it.increment(ec)) {
+    const std::string n = it->path().filename();
+    if (!entry_name(n) && n.rfind(kBuildPrefix, 0) != 0) return false;  // someone's folder: used, never trimmed
   }
-  ::closedir(d);
-  if (!ours) return false;  // someone's folder: used, never trimmed
+  if (ec) return false;
   std::ofstream out(dir + "/" + kTagName);
   out << kTag;
   return static_cast<bool>(out.flush());
@@ -109,6 +104,7 @@ bool mkdir_private(const std::string& path) {
   return errno == EEXIST;
 }
 
+// Not fs::create_directories: each folder made is private from its first moment.
 bool mkdirs(const std::string& path) {
   for (std::size_t p = 1; p <= path.size(); ++p)
     if (p == path.size() || path[p] == '/')
@@ -149,9 +145,8 @@ DiskCache::DiskCache() {
     status_ = "off: no BRONZE_CACHE_DIR, XDG_CACHE_HOME or HOME";
     return;
   }
-  if (dir[0] != '/') {  // fixed once (Python: at import), not moved by a later chdir
-    char cwd[4096];
-    if (::getcwd(cwd, sizeof cwd)) dir = std::string(cwd) + "/" + dir;
+  if (std::error_code ec; dir[0] != '/') {  // fixed once (Python: at import), not moved by a later chdir
+    if (fs::path a = fs::absolute(dir, ec); !ec) dir = a;
   }
   if (!mkdirs(dir)) {
     status_ = "off: cannot create " + dir + ": " + std::strerror(errno);
@@ -352,8 +347,6 @@ std::string DiskCache::make_work_dir() {
 
 void DiskCache::trim(const std::string& keep) {
   if (!owned_) return;
-  DIR* d = ::opendir(dir_.c_str());
-  if (!d) return;
   struct Entry {
     std::string path;
     long long mtime;
@@ -361,16 +354,15 @@ void DiskCache::trim(const std::string& keep) {
   };
   std::vector<Entry> entries;
   unsigned long long total = 0;
-  while (dirent* e = ::readdir(d)) {
-    std::string name = e->d_name;
-    if (!entry_name(name)) continue;  // only bronze's entries, whatever else is there
-    std::string p = dir_ + "/" + name;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!entry_name(it->path().filename())) continue;  // only bronze's entries, whatever else is there
+    const std::string p = it->path();
     struct stat st;
     if (::stat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
     entries.push_back({p, static_cast<long long>(st.st_mtime), static_cast<unsigned long long>(st.st_size)});
     total += st.st_size;
   }
-  ::closedir(d);
   if (total <= max_bytes_) return;
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.mtime < b.mtime; });
   for (const Entry& e : entries) {

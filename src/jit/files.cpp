@@ -1,12 +1,11 @@
 #include "jit/files.hpp"
 
 #include <fcntl.h>
-#include <ftw.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "bronze/error.hpp"
@@ -37,16 +36,16 @@ bool read_file(const std::string& path, std::string& out) {
 }
 
 void write_file(const std::string& path, const std::string& data) {
-  for (std::size_t slash = path.find('/', 1); slash != std::string::npos; slash = path.find('/', slash + 1))
-    ::mkdir(path.substr(0, slash).c_str(), 0700);
+  std::error_code ec;  // a folder that cannot be made fails the write below
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   f << data;
   if (!f.flush()) throw Error("cannot write " + path);
 }
 
 void remove_tree(const std::string& dir) {
-  ::nftw(dir.c_str(), [](const char* p, const struct stat*, int, struct FTW*) { return ::remove(p); }, 16,
-         FTW_DEPTH | FTW_PHYS);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
 }
 
 }  // namespace bronze::jit

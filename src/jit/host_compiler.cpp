@@ -1,6 +1,5 @@
 #include "jit/host_compiler.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -16,6 +15,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <iterator>
 #include <cstring>
 #include <fstream>
@@ -59,12 +59,10 @@ std::string read_file(const std::string& path) {
 // The names in dir ending in `ext`.
 std::vector<std::string> files_ending(const std::string& dir, const std::string& ext) {
   std::vector<std::string> names;
-  if (DIR* d = ::opendir(dir.c_str())) {
-    while (const dirent* e = ::readdir(d)) {
-      std::string n = e->d_name;
-      if (n.size() > ext.size() && n.compare(n.size() - ext.size(), ext.size(), ext) == 0) names.push_back(n);
-    }
-    ::closedir(d);
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string n = it->path().filename();
+    if (n.size() > ext.size() && n.compare(n.size() - ext.size(), ext.size(), ext) == 0) names.push_back(n);
   }
   return names;
 }
@@ -370,8 +368,9 @@ namespace {
 // replaced: the name run (`clang` and `clang++` are one file), the file it
 // resolves to, its size and time.
 std::string file_identity(const std::string& p) {
-  char real[4096];
-  std::string resolved = ::realpath(p.c_str(), real) ? real : p;
+  std::error_code ec;
+  std::string resolved = std::filesystem::canonical(p, ec);
+  if (ec) resolved = p;
   struct stat st {};
   ::stat(resolved.c_str(), &st);
   return p + ":" + resolved + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtime);

@@ -2,10 +2,10 @@
 
 #include <fstream>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <unordered_set>
 
 #include "bronze/error.hpp"
-#include "runtime/json_util.hpp"
 
 namespace bronze::runtime::capture {
 namespace detail {
@@ -35,7 +35,7 @@ void begin(const std::string& path) {
   s.path = path;
   s.seq = 0;
   s.seen.clear();
-  s.file << "{\"bronze_capture\":1}\n" << std::flush;
+  s.file << nlohmann::ordered_json{{"bronze_capture", 1}}.dump() << '\n' << std::flush;
   detail::g_active.store(true);
 }
 
@@ -48,18 +48,22 @@ void end() {
 }
 
 namespace {
-void write(State& s, const std::string& fields) {
-  s.file << "{\"seq\":" << s.seq++ << "," << fields << "}\n" << std::flush;
+void write(State& s, const nlohmann::ordered_json& fields) {
+  nlohmann::ordered_json line{{"seq", s.seq++}};
+  line.update(fields);
+  // Names and shader sources are the user's bytes: invalid UTF-8 in them
+  // becomes U+FFFD rather than an exception.
+  s.file << line.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n' << std::flush;
 }
 }  // namespace
 
-void record(const std::string& fields) {
+void record(const nlohmann::ordered_json& fields) {
   State& s = state();
   std::lock_guard<std::mutex> g(s.mu);
   if (active()) write(s, fields);
 }
 
-void record_once(const std::string& key, const std::function<std::string()>& fields) {
+void record_once(const std::string& key, const std::function<nlohmann::ordered_json()>& fields) {
   State& s = state();
   std::lock_guard<std::mutex> g(s.mu);
   if (active() && s.seen.insert(key).second) write(s, fields());

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <functional>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 
 namespace bronze::runtime::capture {
@@ -18,10 +19,10 @@ inline bool active() { return detail::g_active.load(std::memory_order_relaxed); 
 
 void begin(const std::string& path);  // throws Error when one runs already
 void end();                           // throws Error when none runs
-// `fields` is the inside of a JSON object (`"k":v,...`) describing the command.
-void record(const std::string& fields);
+// `fields`, an object describing the command, becomes its line (after "seq").
+void record(const nlohmann::ordered_json& fields);
 // Records `fields()` the first time `key` is seen in this capture (a
 // library's source, before the first command that uses it).
-void record_once(const std::string& key, const std::function<std::string()>& fields);
+void record_once(const std::string& key, const std::function<nlohmann::ordered_json()>& fields);
 
 }  // namespace bronze::runtime::capture

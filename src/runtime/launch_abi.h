@@ -21,11 +21,18 @@ struct bronze_fault {
   unsigned int line, column;
 };
 
+/* CPU: what a fiber switch hands over (Boost.Context's transfer_t): the
+ * context the switch came from, and a pointer. */
+struct bronze_fiber_transfer {
+  void* fctx;
+  void* data;
+};
+
 /* CPU: memory the runtime keeps for the OS thread that runs an entry, reused
  * by its later launches and returned to the system while the thread idles.
  * A module holds no thread-local memory of its own (a thread-local object
  * with a destructor would keep it loaded until the thread exits), so it can
- * be unloaded when its library is dropped. Entries call these at their
+ * be unloaded when its library is dropped. Entries take memory at their
  * start, not per thread of the grid. */
 struct bronze_cpu_memory {
   /* the [[threadgroup(index)]] buffer of `bytes`, ending against an inaccessible page */
@@ -37,6 +44,12 @@ struct bronze_cpu_memory {
    * lowest stack's base */
   char* (*stacks)(unsigned long long count);
   unsigned long long stack_bytes, stack_stride;
+  /* added later (objects built before switch fibers themselves): Boost.Context's
+   * make_fcontext and jump_fcontext, for a cooperative launch's fibers: a
+   * context on the stack below `top` that starts in `entry`; a switch to
+   * `to` that returns when some context switches back */
+  void* (*make_fiber)(void* top, unsigned long size, void (*entry)(struct bronze_fiber_transfer));
+  struct bronze_fiber_transfer (*jump_fiber)(void* to, void* data);
 };
 
 /* CPU: an entry runs threadgroups [g0, g1) of the grid:

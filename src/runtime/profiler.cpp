@@ -9,13 +9,12 @@
 #include <cstring>
 #include <fstream>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 #include <utility>
 #include <vector>
 
 #include "bronze/error.hpp"
-#include "runtime/json_util.hpp"
 
 namespace bronze::runtime::prof {
 namespace detail {
@@ -41,14 +40,6 @@ struct Session {
 Session& session() {
   static Session* s = new Session;  // outlives static destructors
   return *s;
-}
-
-std::string us(std::int64_t ns, std::int64_t origin) {
-  std::ostringstream o;
-  o.setf(std::ios::fixed);
-  o.precision(3);
-  o << static_cast<double>(ns - origin) / 1000.0;
-  return o.str();
 }
 }  // namespace
 
@@ -113,9 +104,13 @@ bool has_unwritten_trace() {
 }
 
 namespace {
+// Microseconds since the session's start, as the trace format counts.
+double us(std::int64_t ns, std::int64_t origin) { return static_cast<double>(ns - origin) / 1000.0; }
+
 // Chrome trace: one process per device, one thread per stream.
 std::string render(std::vector<OpRecord>& ops, const std::vector<MemRecord>& mem, const Mode& m,
                    std::int64_t origin) {
+  using nlohmann::ordered_json;
   std::sort(ops.begin(), ops.end(), [](const OpRecord& a, const OpRecord& b) { return a.begin_ns < b.begin_ns; });
   std::vector<std::string> devices;
   auto pid_of = [&](const std::string& d) {
@@ -124,45 +119,33 @@ std::string render(std::vector<OpRecord>& ops, const std::vector<MemRecord>& mem
     devices.push_back(d);
     return static_cast<int>(devices.size());
   };
-  std::ostringstream out;
-  out << "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"generator\":\"bronze\"},\"traceEvents\":[";
-  bool first = true;
-  auto sep = [&]() -> std::ostream& {
-    if (!first) out << ",\n";
-    first = false;
-    return out;
-  };
+  ordered_json events = ordered_json::array();
   std::set<std::pair<int, std::uint64_t>> threads;
   for (const OpRecord& r : ops) {
     int pid = pid_of(r.device);
     threads.insert({pid, r.stream});
     if (m.intervals)
-      sep() << "{\"name\":" << json_quote(r.name) << ",\"cat\":" << json_quote(r.category)
-            << ",\"ph\":\"X\",\"pid\":" << pid << ",\"tid\":" << r.stream
-            << ",\"ts\":" << us(r.begin_ns, origin) << ",\"dur\":" << us(r.end_ns, r.begin_ns)
-            << "}";
+      events.push_back({{"name", r.name}, {"cat", r.category}, {"ph", "X"}, {"pid", pid}, {"tid", r.stream},
+                        {"ts", us(r.begin_ns, origin)}, {"dur", us(r.end_ns, r.begin_ns)}});
     if (m.events)
-      sep() << "{\"name\":" << json_quote(r.name + " completed") << ",\"cat\":"
-            << json_quote(r.category) << ",\"ph\":\"i\",\"s\":\"t\",\"pid\":" << pid
-            << ",\"tid\":" << r.stream << ",\"ts\":" << us(r.end_ns, origin) << "}";
+      events.push_back({{"name", r.name + " completed"}, {"cat", r.category}, {"ph", "i"}, {"s", "t"}, {"pid", pid},
+                        {"tid", r.stream}, {"ts", us(r.end_ns, origin)}});
   }
   for (const MemRecord& r : mem) {
     int pid = pid_of(r.device);
-    sep() << "{\"name\":\"memory\",\"ph\":\"C\",\"pid\":" << pid << ",\"ts\":"
-          << us(r.ts_ns, origin) << ",\"args\":{\"allocated\":" << r.allocated
-          << ",\"reserved\":" << r.reserved << "}}";
-    sep() << "{\"name\":" << json_quote(r.what) << ",\"cat\":\"memory\",\"ph\":\"i\",\"s\":\"p\",\"pid\":"
-          << pid << ",\"tid\":0,\"ts\":" << us(r.ts_ns, origin) << ",\"args\":{\"bytes\":" << r.bytes
-          << "}}";
+    events.push_back({{"name", "memory"}, {"ph", "C"}, {"pid", pid}, {"ts", us(r.ts_ns, origin)},
+                      {"args", {{"allocated", r.allocated}, {"reserved", r.reserved}}}});
+    events.push_back({{"name", r.what}, {"cat", "memory"}, {"ph", "i"}, {"s", "p"}, {"pid", pid}, {"tid", 0},
+                      {"ts", us(r.ts_ns, origin)}, {"args", {{"bytes", r.bytes}}}});
   }
   for (std::size_t i = 0; i < devices.size(); ++i)
-    sep() << "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" << i + 1
-          << ",\"args\":{\"name\":" << json_quote("bronze " + devices[i]) << "}}";
+    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", i + 1}, {"args", {{"name", "bronze " + devices[i]}}}});
   for (const auto& [pid, tid] : threads)
-    sep() << "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" << pid << ",\"tid\":" << tid
-          << ",\"args\":{\"name\":\"stream " << tid << "\"}}";
-  out << "]}\n";
-  return out.str();
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", tid},
+                      {"args", {{"name", "stream " + std::to_string(tid)}}}});
+  ordered_json trace{{"displayTimeUnit", "ms"}, {"otherData", {{"generator", "bronze"}}}, {"traceEvents", std::move(events)}};
+  // Op names are the user's bytes: invalid UTF-8 in them becomes U+FFFD rather than an exception.
+  return trace.dump(-1, ' ', false, ordered_json::error_handler_t::replace) + "\n";
 }
 }  // namespace
 

@@ -1,13 +1,14 @@
 #include "shader/preprocess.hpp"
 
-#include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <climits>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <optional>
 
@@ -39,9 +40,11 @@ const char* const kUnsupportedHeaders[][2] = {
 };
 constexpr const char* kSdkDir = ".metal-sdk";
 
+// Absolute, normalized and with links resolved; "" for a path that does not exist.
 std::string absolute(const std::string& path) {
-  char buf[PATH_MAX];
-  return ::realpath(path.c_str(), buf) ? std::string(buf) : std::string();
+  std::error_code ec;
+  std::string a = std::filesystem::canonical(path, ec);
+  return ec ? std::string() : a;
 }
 
 bool is_identifier(const std::string& s) {
@@ -208,8 +211,9 @@ constexpr const char* kPreprocessedFormat = "bronze-preprocessed-1";
 
 std::string preprocessed_key(const std::string& source, const SourceOptions& o) {
   const std::string pp = jit::preprocessor_path();
-  char cwd[PATH_MAX];
-  if (pp.empty() || !::getcwd(cwd, sizeof cwd) || !jit::DiskCache::instance().enabled()) return {};
+  std::error_code ec;
+  const std::string cwd = std::filesystem::current_path(ec);
+  if (pp.empty() || ec || !jit::DiskCache::instance().enabled()) return {};
   jit::RecordWriter w;
   w.str(kPreprocessedFormat).str(jit::bronze_build()).str(pp).str(jit::probe_compiler(pp).version).str(cwd);
   w.str(o.filename).str(o.torch_include_dir).str(o.math_mode);
@@ -293,8 +297,8 @@ TranslationUnit run_preprocessor(const std::string& source, const SourceOptions&
   }
   for (const std::string& d : o.include_dirs) {
     std::string a = absolute(d);
-    struct stat st;
-    if (a.empty() || ::stat(a.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    std::error_code ec;
+    if (a.empty() || !std::filesystem::is_directory(a, ec)) {
       jit::remove_tree(work);
       throw ValueError("include_dirs: no folder '" + d + "'");
     }
@@ -379,7 +383,7 @@ TranslationUnit run_preprocessor(const std::string& source, const SourceOptions&
       past_int(line);
       orig = lines(name);
       // "# 0" and the built-in pseudo files precede the source: no #line for them.
-      if (n > 0 && name[0] != '<') out += "#line " + std::to_string(n) + " " + quoted(name);
+      if (n > 0 && name[0] != '<') out += "#line " + std::to_string(n) + " " + shader::quoted(name);
       out += "\n";
       continue;
     }

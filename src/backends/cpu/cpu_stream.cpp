@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 #include <exception>
+#include <nlohmann/json.hpp>
 #include <system_error>
 #include <thread>
 
@@ -13,7 +14,6 @@
 #include "jit/cpus.hpp"
 #include "runtime/capture.hpp"
 #include "runtime/fork_state.hpp"
-#include "runtime/json_util.hpp"
 #include "runtime/nvtx.hpp"
 #include "runtime/profiler.hpp"
 
@@ -124,9 +124,7 @@ void CpuStream::push_op(Op&& op) {
   runtime::check_not_forked(DeviceType::CPU);
   // Shader dispatches are captured by the shader layer, with their arguments.
   if (runtime::capture::active() && std::string(op.category) != "shader")
-    runtime::capture::record("\"op\":" + runtime::json_quote(op.name) + ",\"category\":" +
-                             runtime::json_quote(op.category) + ",\"device\":" +
-                             runtime::json_quote(device_name_) + ",\"stream\":" + std::to_string(id_));
+    runtime::capture::record({{"op", op.name}, {"category", op.category}, {"device", device_name_}, {"stream", id_}});
   bool serialize = runtime::prof::active() && runtime::prof::mode().serialize;
   bool post;
   {

@@ -3,8 +3,11 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <boost/context/detail/fcontext.hpp>
+#include <cstddef>
 #include <cstdlib>
 #include <mutex>
+#include <type_traits>
 #include <vector>
 
 #include "runtime/shader_module.hpp"
@@ -182,7 +185,22 @@ void* threadgroup(int index, unsigned long long bytes) { return acquire().tg[ind
 void* scratch(unsigned long long bytes) { return acquire().scratch.get(static_cast<std::size_t>(bytes)); }
 char* stacks(unsigned long long count) { return acquire().stacks.get(static_cast<std::size_t>(count)); }
 
-constexpr bronze_cpu_memory kMemory = {threadgroup, scratch, stacks, kFiberStack, kStackStride};
+// Boost.Context's own functions, not wrappers: a switch is one indirect
+// call. The ABI spells fcontext's types in C for the kernels: the same
+// layout, so the same calls (through void (*)(), the cast GCC allows).
+using boost::context::detail::transfer_t;
+static_assert(sizeof(bronze_fiber_transfer) == sizeof(transfer_t) &&
+              offsetof(bronze_fiber_transfer, fctx) == offsetof(transfer_t, fctx) &&
+              offsetof(bronze_fiber_transfer, data) == offsetof(transfer_t, data));
+static_assert(std::is_same_v<unsigned long, std::size_t>);
+template <class To, class From>
+To as_abi(From* f) {
+  return reinterpret_cast<To>(reinterpret_cast<void (*)()>(f));
+}
+const bronze_cpu_memory kMemory = {
+    threadgroup, scratch, stacks, kFiberStack, kStackStride,
+    as_abi<decltype(bronze_cpu_memory::make_fiber)>(&boost::context::detail::make_fcontext),
+    as_abi<decltype(bronze_cpu_memory::jump_fiber)>(&boost::context::detail::jump_fcontext)};
 
 }  // namespace
 

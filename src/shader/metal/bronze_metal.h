@@ -25,7 +25,6 @@
 #define BRONZE_CUDA 0
 #include <stddef.h>
 #include <stdint.h>
-#include <ucontext.h>
 #define BRONZE_M(f) __builtin_##f  /* builtins only: no libc names leak into kernels */
 #define BRONZE_FAST(f) __builtin_##f  /* no faster libm on the host: fast is libm's too */
 #if defined(__clang__) && !__has_builtin(__builtin_exp10f)

@@ -137,66 +137,6 @@ extern "C" void __ubsan_handle_out_of_bounds(void* data, void* index) {
 extern "C" void __ubsan_handle_out_of_bounds_abort(void* data, void* index) { __ubsan_handle_out_of_bounds(data, index); }
 #endif
 
-
-// Fiber context switches. On x86-64 a dozen instructions save the
-// callee-saved registers and swap stacks (ucontext's swapcontext makes a
-// system call per switch, which dominated barrier-heavy kernels); elsewhere
-// ucontext is the portable fallback.
-#if defined(__x86_64__)
-extern "C" void bronze_fiber_switch(void** save_sp, void* load_sp);
-asm(R"(
-  .text
-  .p2align 4
-  .globl bronze_fiber_switch
-  .hidden bronze_fiber_switch
-  .type bronze_fiber_switch, @function
-bronze_fiber_switch:
-  pushq %rbp
-  pushq %rbx
-  pushq %r12
-  pushq %r13
-  pushq %r14
-  pushq %r15
-  movq %rsp, (%rdi)
-  movq %rsi, %rsp
-  popq %r15
-  popq %r14
-  popq %r13
-  popq %r12
-  popq %rbx
-  popq %rbp
-  ret
-  .size bronze_fiber_switch, .-bronze_fiber_switch
-)");
-namespace bronze_rt {
-struct fiber { void* sp = nullptr; };
-inline void fiber_switch(fiber& from, fiber& to) { bronze_fiber_switch(&from.sp, to.sp); }
-// The first switch to a fresh stack "returns" into entry with the ABI's
-// alignment (rsp = 8 mod 16 at function entry).
-inline void fiber_init(fiber& f, char* stack, size_t size, void (*entry)()) {
-  uintptr_t top = ((uintptr_t)(stack + size)) & ~(uintptr_t)15;
-  void** sp = (void**)(top - 16);
-  sp[0] = (void*)entry;  // popped by ret
-  sp[1] = nullptr;       // entry never returns
-  sp -= 6;               // r15 r14 r13 r12 rbx rbp
-  for (int i = 0; i < 6; ++i) sp[i] = nullptr;
-  f.sp = sp;
-}
-}  // namespace bronze_rt
-#else
-namespace bronze_rt {
-struct fiber { ucontext_t uc; };
-inline void fiber_switch(fiber& from, fiber& to) { swapcontext(&from.uc, &to.uc); }
-inline void fiber_init(fiber& f, char* stack, size_t size, void (*entry)()) {
-  getcontext(&f.uc);
-  f.uc.uc_stack.ss_sp = stack;
-  f.uc.uc_stack.ss_size = size;
-  f.uc.uc_link = nullptr;
-  makecontext(&f.uc, entry, 0);
-}
-}  // namespace bronze_rt
-#endif
-
 namespace bronze_rt {
 struct ids {
   uint3 tpig, tpitg, tgpig, tptg, dtptg, tpg, tgpg;  // tptg: actual (partial) size, dtptg: dispatched
@@ -241,11 +181,18 @@ struct where {
   }
 };
 
+// A fiber is its Boost.Context fcontext: where its stack pointer was left.
+// The runtime links Boost.Context and passes its functions in
+// (bronze_cpu_memory's make_fiber, jump_fiber), so kernels need no Boost
+// headers; the stacks are the runtime's, with guard pages between them.
+typedef void* fiber;
+
 struct group_ctx {
   int n = 0;
   int cur = 0;
-  fiber main;
+  fiber main = nullptr;  // the scheduler's context, as the last switch to the running fiber left it
   fiber* ctx = nullptr;
+  bronze_fiber_transfer (*jump)(void* to, void* data) = nullptr;
   fiber_state* st = nullptr;
   ids* id = nullptr;
   // [simdgroup][2][lane][kSlot]: what each lane brought to the collective it
@@ -330,19 +277,22 @@ inline void run_groups(const bronze_cpu_launch* L, uint64_t g0, uint64_t g1, F&&
   }
 }
 
-inline void fiber_main() {
+inline void fiber_main(bronze_fiber_transfer from) {
   group_ctx* g = cur_group;
+  g->main = from.fctx;
   int index = g->cur;
   g->invoke(g->fn, g->id[index]);
   g->st[index] = DONE;
-  fiber_switch(g->ctx[index], g->main);  // never resumed
+  g->jump(g->main, nullptr);  // never resumed
   __builtin_unreachable();
 }
 
+// A switch to the scheduler, which comes back (with its new context) when it
+// runs this fiber again.
 inline void yield_as(fiber_state s) {
   group_ctx* g = cur_group;
   g->st[g->cur] = s;
-  fiber_switch(g->ctx[g->cur], g->main);
+  g->main = g->jump(g->main, nullptr).fctx;
 }
 
 // Lanes of `sg` waiting at one collective are released together; mask
@@ -404,6 +354,7 @@ inline void run_groups_cooperative(const bronze_cpu_launch* L, uint64_t g0, uint
   g.ctx = ctx;
   g.st = st;
   g.id = idv;
+  g.jump = M->jump_fiber;
   g.xchg = xchg;
   g.mask = mask;
   g.where = wheres;
@@ -424,13 +375,13 @@ inline void run_groups_cooperative(const bronze_cpu_launch* L, uint64_t g0, uint
           idv[k] = id;
           st[k] = RUN;
           wheres[k].depth = 0;
-          fiber_init(ctx[k], stacks + (size_t)k * M->stack_stride, M->stack_bytes, fiber_main);
+          ctx[k] = M->make_fiber(stacks + (size_t)k * M->stack_stride + M->stack_bytes, M->stack_bytes, fiber_main);
         }
     for (;;) {
       for (int i = 0; i < g.n; ++i) {
         if (st[i] != RUN) continue;
         g.cur = i;
-        fiber_switch(g.main, ctx[i]);
+        ctx[i] = g.jump(ctx[i], nullptr).fctx;  // back at its next wait, or done
       }
       bool done = true, all_tg = true;
       for (int i = 0; i < g.n; ++i) {
