@@ -481,11 +481,7 @@ class Parser {
       }
       if (x == ";") {
         if (constant_at) function_constant(start, constant_at, i, ns);
-        if (lparen && !is_class) {  // a function declared apart from its definition
-          std::size_t name_at = lparen - 1;
-          while (name_at > start && t(name_at).kind != Token::Ident) --name_at;
-          declared_.insert(t(name_at).text);
-        }
+        if (lparen && !is_class) declared_.insert(t(function_name_at(start, lparen)).text);  // declared apart
         return i + 1;
       }
       if (x == "}") return i;
@@ -519,8 +515,7 @@ class Parser {
           }
           return skip_statement(close + 1);
         }
-        std::size_t name_at = lparen - 1;
-        while (name_at > start && t(name_at).text != "operator" && t(name_at).kind != Token::Ident) --name_at;
+        std::size_t name_at = function_name_at(start, lparen);
         if (t(name_at).kind != Token::Ident || takes_operand(t(name_at).text)) return close + 1;
         const std::string& name = t(name_at).text;
         note_body(name, i + 1, close);  // a call by name (x.f()) may reach any f
@@ -559,6 +554,14 @@ class Parser {
       ++i;
     }
     return i;
+  }
+
+  // The token naming the function whose parameter list opens at lparen (its
+  // last name, or `operator`).
+  std::size_t function_name_at(std::size_t start, std::size_t lparen) const {
+    std::size_t k = lparen - 1;
+    while (k > start && t(k).text != "operator" && t(k).kind != Token::Ident) --k;
+    return k;
   }
 
   // A function definition that may take its caller (ParsedSource::call_chained)
