@@ -14,8 +14,10 @@ struct Block {
   std::size_t size = 0;       // bytes this block spans
   std::size_t requested = 0;  // bytes the caller asked for (when allocated)
   void* ptr = nullptr;
+  std::size_t offset = 0;     // of the caller's bytes in the block (guarded: against its end)
   std::uint64_t stream = 0;   // the stream the segment belongs to
   bool small = false;
+  bool guarded = false;       // a segment of its own, never split
   bool allocated = false;
   bool pending = false;       // freed, waiting on cross-stream markers
   std::size_t segment_bytes = 0;  // set on a segment's first block only
@@ -69,7 +71,12 @@ std::size_t CachingAllocator::segment_size(std::size_t rounded) {
   return (rounded + kRoundLarge - 1) / kRoundLarge * kRoundLarge;
 }
 
-void* CachingAllocator::block_ptr(const Block* b) { return b->ptr; }
+std::size_t CachingAllocator::segment_for(std::size_t size) const {
+  if (!guarded(size)) return segment_size(size);
+  return (size + hooks_.page - 1) / hooks_.page * hooks_.page;
+}
+
+void* CachingAllocator::block_ptr(const Block* b) { return static_cast<char*>(b->ptr) + b->offset; }
 
 namespace {
 std::string fraction_str(double f) {  // 1e-300 stays 1e-300, not 0.000000
@@ -87,27 +94,30 @@ std::size_t CachingAllocator::limit_bytes() const {
 }
 
 Block* CachingAllocator::take_cached(std::size_t size, std::uint64_t stream) {
-  Pool& pool = size <= kSmallRequest ? small_ : large_;
+  Pool& pool = small(size) ? small_ : large_;
   Block key;
   key.stream = stream;
   key.size = size;
   auto it = pool.lower_bound(&key);
   if (it == pool.end() || (*it)->stream != stream) return nullptr;
   Block* b = *it;
+  if (b->guarded && b->size - segment_for(size) > segment_for(size) / 8) return nullptr;
   pool.erase(it);
   return b;
 }
 
 Block* CachingAllocator::new_segment(std::size_t size, std::uint64_t stream) {
-  std::size_t seg = segment_size(size);
+  std::size_t seg = segment_for(size);
   if (st_.reserved_bytes + seg > limit_bytes()) return nullptr;
-  void* p = hooks_.raw_alloc(seg);
+  void* p = hooks_.raw_alloc(seg, guarded(size));
   if (!p) return nullptr;
   auto* b = new Block;
   b->size = seg;
   b->ptr = p;
   b->stream = stream;
-  b->small = size <= kSmallRequest;
+  b->guarded = guarded(size);
+  b->small = !b->guarded && size <= kSmallRequest;
+  guarded_segments_ += b->guarded;
   b->segment_bytes = seg;
   st_.reserved_bytes += seg;
   st_.reserved_bytes_peak = std::max(st_.reserved_bytes_peak, st_.reserved_bytes);
@@ -117,6 +127,7 @@ Block* CachingAllocator::new_segment(std::size_t size, std::uint64_t stream) {
 }
 
 Block* CachingAllocator::split(Block* b, std::size_t size) {
+  if (b->guarded) return b;
   std::size_t remaining = b->size - size;
   bool worth = b->small ? remaining >= kMinBlock : remaining > kSmallRequest;
   if (!worth) return b;
@@ -159,10 +170,11 @@ Block* CachingAllocator::allocate(std::size_t nbytes, StreamImpl& stream) {
       lock.lock();
       b = new_segment(size, sid);
     }
-    if (!b) throw_oom(nbytes, segment_size(size));
+    if (!b) throw_oom(nbytes, segment_for(size));
   }
   (hit ? st_.cache_hits : st_.cache_misses)++;
   b = split(b, size);
+  b->offset = b->guarded ? b->size - (nbytes + kGuardedAlign - 1) / kGuardedAlign * kGuardedAlign : 0;
   b->allocated = true;
   b->requested = nbytes;
   st_.allocated_bytes += b->size;
@@ -273,6 +285,7 @@ void CachingAllocator::release(std::vector<Block*> segments) {
   std::lock_guard<std::mutex> g(mu_);
   for (Block* b : segments) {
     st_.reserved_bytes -= b->segment_bytes;
+    guarded_segments_ -= b->guarded;
     st_.segments--;
     st_.num_device_frees++;
     delete b;

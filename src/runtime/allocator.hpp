@@ -8,6 +8,16 @@
 // was allocated on, which orders the reuse after earlier work; a block used
 // on other streams (record_stream) returns to the cache only when markers
 // recorded on those streams at free time have completed.
+//
+// Guarded placement (AllocatorHooks::guarded_from, the CPU's): requests of at
+// least that size get a segment of their own, rounded to the page, never
+// split, and their bytes end where the segment ends (to 16 bytes), against
+// the inaccessible guard the backend maps there: a kernel that runs past
+// such a buffer faults at its first byte past it (to within those 16)
+// instead of writing over other tensors. A cached guarded segment serves a
+// request only if it wastes at most an eighth of it. Past max_guarded
+// segments (each costs the process kernel mappings, which are limited),
+// requests of the small pool's sizes share its segments again.
 #pragma once
 
 #include <cstddef>
@@ -27,14 +37,18 @@ namespace bronze::runtime {
 struct Block;
 
 struct AllocatorHooks {
-  // Returns nullptr when the driver has no memory left.
-  std::function<void*(std::size_t)> raw_alloc;
+  // Returns nullptr when the driver has no memory left. `one_block`: the
+  // segment will hold a single block, placed against its end (guarded).
+  std::function<void*(std::size_t, bool one_block)> raw_alloc;
   std::function<void(void*)> raw_free;
   // Waits for all work on the device (before memory goes back to the
   // driver), its failures left to the streams' owners.
   std::function<void()> synchronize;
   // An event recorded now on `s` (for deferred reuse after cross-stream use).
   std::function<std::unique_ptr<EventImpl>(StreamImpl& s)> record_marker;
+  std::size_t guarded_from = 0;  // 0: no guarded placement
+  std::size_t page = 4096;       // guarded segments round to it
+  std::size_t max_guarded = 0;   // guarded segments held at once, for small-pool sizes
 };
 
 class CachingAllocator {
@@ -66,6 +80,7 @@ class CachingAllocator {
 
   static std::size_t round_size(std::size_t n);
   static std::size_t segment_size(std::size_t rounded);
+  static constexpr std::size_t kGuardedAlign = 16;  // a guarded block's bytes start so aligned
 
  private:
   struct BlockLess {
@@ -77,6 +92,12 @@ class CachingAllocator {
     std::vector<std::unique_ptr<EventImpl>> markers;
   };
 
+  bool guarded(std::size_t size) const {  // needs mu_
+    return hooks_.guarded_from && size >= hooks_.guarded_from &&
+           (size > kSmallRequest || guarded_segments_ < hooks_.max_guarded);
+  }
+  bool small(std::size_t size) const { return hooks_.guarded_from ? !guarded(size) : size <= kSmallRequest; }
+  std::size_t segment_for(std::size_t size) const;
   Block* take_cached(std::size_t size, std::uint64_t stream);  // needs mu_
   Block* new_segment(std::size_t size, std::uint64_t stream);  // needs mu_
   Block* split(Block* b, std::size_t size);                    // needs mu_
@@ -98,6 +119,7 @@ class CachingAllocator {
   Pool small_, large_;
   std::vector<PendingFree> pending_;
   double fraction_ = 0.0;
+  std::size_t guarded_segments_ = 0;
   MemoryStats st_;
 };
 

@@ -16,12 +16,18 @@ namespace {
 struct FakeDriver {
   int allocs = 0, frees = 0;
   std::size_t live = 0;
-  AllocatorHooks hooks() {
+  char* last = nullptr;  // the last segment, its size and whether it holds one block
+  std::size_t last_bytes = 0;
+  bool last_one_block = false;
+  AllocatorHooks hooks(std::size_t guarded_from = 0, std::size_t max_guarded = SIZE_MAX) {
     return AllocatorHooks{
-        [this](std::size_t n) {
+        [this](std::size_t n, bool one_block) {
           ++allocs;
           live += n;
-          return std::malloc(n);
+          last = static_cast<char*>(std::malloc(n));
+          last_bytes = n;
+          last_one_block = one_block;
+          return last;
         },
         [this](void* p) {
           ++frees;
@@ -29,7 +35,8 @@ struct FakeDriver {
         },
         [] {},
         // These tests never record cross-stream use, so no marker is asked for.
-        [](bronze::runtime::StreamImpl&) { return std::unique_ptr<bronze::runtime::EventImpl>(); }};
+        [](bronze::runtime::StreamImpl&) { return std::unique_ptr<bronze::runtime::EventImpl>(); },
+        guarded_from, 4096, max_guarded};
   }
 };
 
@@ -72,6 +79,66 @@ TEST(Allocator, SplitReuseMerge) {
   a.empty_cache();
   EXPECT_EQ(drv.frees, 1);
   EXPECT_EQ(a.stats().reserved_bytes, 0u);
+}
+
+TEST(Allocator, GuardedPlacementEndsEachLargeBlockWithItsSegment) {
+  FakeDriver drv;
+  CachingAllocator a("test", 1ull << 30, drv.hooks(64 << 10));
+  auto s = new_stream();
+  auto end = [](const FakeDriver& d) { return d.last + d.last_bytes; };
+  // 100,004 bytes: a segment of 25 pages, the bytes 16-aligned against its end.
+  auto* big = a.allocate(100004, *s);
+  EXPECT_TRUE(drv.last_one_block);
+  EXPECT_EQ(drv.last_bytes, 25u * 4096);
+  EXPECT_EQ(static_cast<char*>(CachingAllocator::block_ptr(big)) + 100016, end(drv));
+  char* big_segment = drv.last;
+  // The same size again: a segment of its own, never a split of another.
+  auto* twin = a.allocate(100004, *s);
+  EXPECT_EQ(drv.allocs, 2);
+  EXPECT_EQ(static_cast<char*>(CachingAllocator::block_ptr(twin)) + 100016, end(drv));
+  // Under the threshold: the shared small pool, as before.
+  auto* small = a.allocate(1000, *s);
+  EXPECT_FALSE(drv.last_one_block);
+  EXPECT_EQ(drv.last_bytes, 2u << 20);
+  a.free(big);
+  // A cached guarded segment serves a request that wastes at most an eighth
+  // of it (92 KiB in 100 KiB), placed against the same end...
+  auto* near = a.allocate(92 << 10, *s);
+  EXPECT_EQ(drv.allocs, 3);
+  EXPECT_EQ(static_cast<char*>(CachingAllocator::block_ptr(near)) + (92 << 10), big_segment + 25 * 4096);
+  a.free(near);
+  // ...and not one that would waste more.
+  auto* far = a.allocate(70 << 10, *s);
+  EXPECT_EQ(drv.allocs, 4);
+  EXPECT_EQ(a.stats().allocated_bytes, (25u + 18) * 4096 + 1024);  // twin, far (page-rounded), small
+  for (auto* b : {twin, small, far}) a.free(b);
+  a.empty_cache();
+  EXPECT_EQ(drv.frees, 4);
+  EXPECT_EQ(a.stats().reserved_bytes, 0u);
+}
+
+TEST(Allocator, GuardedPlacementStopsAtItsLimitForSmallSizes) {
+  FakeDriver drv;
+  CachingAllocator a("test", 1ull << 30, drv.hooks(1, 2));
+  auto s = new_stream();
+  auto* g1 = a.allocate(100, *s);
+  auto* g2 = a.allocate(100, *s);
+  EXPECT_TRUE(drv.last_one_block);
+  EXPECT_EQ(drv.last_bytes, 4096u);
+  // Two guarded segments held: the next small request shares a segment...
+  auto* shared = a.allocate(100, *s);
+  EXPECT_FALSE(drv.last_one_block);
+  EXPECT_EQ(drv.last_bytes, 2u << 20);
+  // ...a large one is still guarded.
+  auto* large = a.allocate(3u << 20, *s);
+  EXPECT_TRUE(drv.last_one_block);
+  EXPECT_EQ(drv.last_bytes, 3u << 20);
+  // Freed and cached, the guarded segments still count; given back, they don't.
+  for (auto* b : {g1, g2, large}) a.free(b);
+  a.empty_cache();
+  auto* again = a.allocate(100, *s);
+  EXPECT_TRUE(drv.last_one_block);
+  for (auto* b : {shared, again}) a.free(b);
 }
 
 TEST(Allocator, EmptyCacheKeepsSegmentsInUse) {

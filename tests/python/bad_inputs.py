@@ -282,7 +282,7 @@ CASES = [
     ("lib.k(*args)", "a read-only NumPy array for a written buffer", _read_only_output, bronze.KernelArgumentError, "is a read-only array"),
     ("lib.k(*args)", "a division by zero, validate=True", lambda: _run(DIVIDE, bronze.zeros(2, dtype=bronze.int32), 0, validate=True), bronze.DeviceError, "integer division by zero at shader.metal:1:"),
     ("lib.k(*args)", "an invalid memory access in the kernel", lambda: _run(WILD, bronze.zeros(2, dtype=bronze.int32)), bronze.DeviceError, "invalid memory access at 0x10 (SIGSEGV)"),
-    ("lib.k(threads=)", "a grid past the memory of its buffer", lambda: _run(SEED, bronze.zeros(16), 1.0, threads=1 << 22), bronze.DeviceError, "past the end of the memory its tensors live in"),
+    ("lib.k(threads=)", "a grid past its buffer", lambda: _run(SEED, bronze.zeros(16), 1.0, threads=1 << 22), bronze.DeviceError, "a write past the end of the memory of 'out' (64 bytes from where it starts"),
     ("lib.k(*args)", "an index past a private array", lambda: _private_index(False), bronze.DeviceError, "wrote past the top of its stack"),
     ("lib.k(*args)", "an index past a private array, validate=True", lambda: _private_index(True), bronze.DeviceError, "out-of-bounds index 20000 into an array 'float[8]'"),
     ("lib.k(threadgroup_memory=)", "smaller than the kernel uses", lambda: _run(TG, bronze.zeros(4096), threadgroup_memory=4, group_size=64), bronze.DeviceError, "kernel 't' stopped at an invalid memory access"),

@@ -328,7 +328,7 @@ def test_one_helper_reached_from_divergent_calls_runs_once_per_call():
         o[i * 4 + 3] = m;
     }""")
     o = bronze.zeros(32 * 4)
-    lib.f(o, group_size=32)
+    lib.f(o, threads=32, group_size=32)
     got = o.numpy().reshape(32, 4)
     lanes = np.arange(32, dtype=np.float32)
     low, high = lanes[:8].sum(), (lanes[8:] + 100).sum()

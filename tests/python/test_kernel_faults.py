@@ -317,6 +317,10 @@ def test_ctrl_c_interrupts_every_wait():
 OVERRUNS = """
 kernel void tail(device float* o, uint i [[thread_position_in_grid]]) { o[i] = 1; }
 kernel void before(device float* o, uint i [[thread_position_in_grid]]) { o[-int(i) - 1] = 1; }
+kernel void grouped_tail(device float* o, uint i [[thread_position_in_grid]]) {
+  threadgroup_barrier(mem_flags::mem_device);
+  o[i] = 1;
+}
 """
 
 
@@ -340,16 +344,52 @@ def fault_then_serve(compile_line, keep_line, launch, serve):
     """)
 
 
-@pytest.mark.parametrize("kernel, where", [("tail", "past the end"), ("before", "before the start")])
-def test_a_grid_past_its_buffer_fails_the_launch(kernel, where):
-    # x first, alone at the start of its segment; then a large block and small ones.
+@pytest.mark.parametrize("kernel, given, threads, where, room", [
+    ("tail", "x", 1 << 22, "past the end", 64), ("before", "x", 1 << 22, "before the start", 64),
+    ("tail", "big", (1 << 20) + 4096, "past the end", 4 << 20),
+    ("grouped_tail", "big", (1 << 20) + 4096, "past the end", 4 << 20),
+    ("tail", "odd", (1 << 20) + 4096, "past the end", 4000016),
+    ("before", "big", 1 << 20, "before the start", 4 << 20)])
+def test_a_grid_past_its_buffer_stops_at_its_end(kernel, given, threads, where, room):
+    # Each tensor ends against an inaccessible guard of its own (to within 16
+    # bytes: 1,000,003 floats end 4 bytes short of theirs), wide enough that
+    # threads far past the end (4M over 16 floats) fault in it too: the
+    # launch fails naming the parameter, and the tensors allocated around it
+    # keep their values.
     r = fault_then_serve(f"lib = bronze.compile_shader({OVERRUNS!r})",
-                         "x = bronze.zeros(16); keep = bronze.full(1 << 18, 3.0); "
-                         "more = [bronze.full(1 << 18, 3.0) for _ in range(3)]",
-                         f"getattr(lib, {kernel!r})(x, threads=1 << 22)", "lib.tail(y)")
+                         "pre = bronze.full(1 << 18, 2.0); x = bronze.zeros(16); big = bronze.zeros(1 << 20); "
+                         "odd = bronze.zeros(1000003); keep = bronze.full(1 << 18, 3.0)",
+                         f"getattr(lib, {kernel!r})({given}, threads={threads}, group_size=256)",
+                         "lib.tail(y); print('pre', float(pre.numpy().sum()))")
     assert r.returncode == 0, r.stderr
-    assert f"kernel '{kernel}' stopped at a write {where} of the memory its tensors live in" in r.stdout
-    assert "serves 1000.0 " in r.stdout  # (tensors beside x in its segment may be overwritten: N01 documents it)
+    assert (f"kernel '{kernel}' stopped at a write {where} of the memory of 'o' ({room} bytes from where it starts; "
+            "a grid or an index past its buffer?)") in r.stdout, r.stdout
+    assert "The overrun reached no other tensor" in r.stdout
+    assert f"serves 1000.0 {3.0 * (1 << 18)}" in r.stdout
+    assert f"pre {2.0 * (1 << 18)}" in r.stdout
+
+
+def test_tensors_allocate_under_an_address_space_limit():
+    # The wide guards are address space, which `ulimit -v` limits: past it, a
+    # segment gets a page of guard each side, and tensors still allocate and
+    # still stop a grid at their end.
+    r = run_python(f"""
+        import resource, bronze
+        lib = bronze.compile_shader({OVERRUNS!r})
+        lib.tail(bronze.zeros(4)); bronze.synchronize()
+        used = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
+        resource.setrlimit(resource.RLIMIT_AS, (used + (160 << 20), resource.RLIM_INFINITY))
+        ts = [bronze.full(1 << 18, float(i)) for i in range(8)]
+        print("sum", sum(float(t.numpy().sum()) for t in ts))
+        lib.tail(ts[-1], threads=(1 << 18) + 64)
+        try:
+            bronze.synchronize()
+        except bronze.DeviceError as e:
+            print(e)
+    """)
+    assert r.returncode == 0, r.stderr
+    assert f"sum {28.0 * (1 << 18)}" in r.stdout
+    assert "kernel 'tail' stopped at a write past the end of the memory of 'o' (1048576 bytes" in r.stdout
 
 
 PRIVATE_ARRAYS = """

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -31,10 +32,17 @@ std::size_t page_size() {
   return page;
 }
 
-// Mapped segments by their first byte: the segment's size.
+constexpr std::size_t kMinGuard = std::size_t(64) << 20, kMaxGuard = std::size_t(16) << 30;
+
+// Mapped segments by their first byte.
 struct Segments {
+  struct Segment {
+    std::size_t bytes;
+    std::size_t guard;  // inaccessible bytes on each side
+    bool one_block;
+  };
   std::mutex mu;
-  std::map<std::uintptr_t, std::size_t> sizes;
+  std::map<std::uintptr_t, Segment> map;
 };
 Segments& segments() {
   static Segments* s = new Segments;  // never destroyed: tensors may outlive statics
@@ -88,14 +96,15 @@ class CpuDevice final : public runtime::DeviceImpl {
   CpuDevice()
       : allocator_("cpu:0", runtime::host_memory_limit(),
                    runtime::AllocatorHooks{
-                       [](std::size_t n) -> void* { return map_segment(n); },
+                       [](std::size_t n, bool one_block) -> void* { return map_segment(n, one_block); },
                        [](void* p) { unmap_segment(p); },
                        [this] { wait_all(); },
                        [](runtime::StreamImpl& s) {
                          auto e = std::make_unique<CpuEvent>(false);
                          e->mark(s);
                          return std::unique_ptr<runtime::EventImpl>(std::move(e));
-                       }}) {
+                       },
+                       /*guarded_from=*/1, page_size(), kMaxGuardedTensors}) {
     // The settings its workers read, read here first: a bad $BRONZE_NUM_THREADS
     // or $BRONZE_KERNEL_TIME_LIMIT is the error of the call that needed the
     // device, never of queued work.
@@ -221,54 +230,57 @@ class CpuDevice final : public runtime::DeviceImpl {
 
 }  // namespace
 
-void* map_segment(std::size_t bytes) {
-  // [guard page][the segment, page-aligned][guard page]: reserved
-  // inaccessible, then the segment opened.
+void* map_segment(std::size_t bytes, bool one_block) {
+  // [guard][the segment, page-aligned][guard]: reserved inaccessible, then
+  // the segment opened. Address space is cheap and an inaccessible
+  // reservation takes no memory, so the guards are wide: a kernel's threads
+  // run in parallel, and one far past the end (a grid four times its buffer)
+  // must land in this segment's guard, never in another mapping, before the
+  // first past the end has stopped the launch.
   const std::size_t page = page_size(), body = (bytes + page - 1) / page * page;
-  void* m = ::mmap(nullptr, body + 2 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  std::size_t guard = std::min(std::max(kMinGuard, 4 * body), kMaxGuard);
+  auto reserve = [&] { return ::mmap(nullptr, body + 2 * guard, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0); };
+  void* m = reserve();
+  if (m == MAP_FAILED) {  // address space limited (ulimit -v): a page each side
+    guard = page;
+    m = reserve();
+  }
   if (m == MAP_FAILED) return nullptr;
-  char* p = static_cast<char*>(m) + page;
+  char* p = static_cast<char*>(m) + guard;
   if (::mprotect(p, body, PROT_READ | PROT_WRITE) != 0) {
-    ::munmap(m, body + 2 * page);
+    ::munmap(m, body + 2 * guard);
     return nullptr;
   }
   Segments& s = segments();
   std::lock_guard<std::mutex> g(s.mu);
-  s.sizes[reinterpret_cast<std::uintptr_t>(p)] = body;
+  s.map[reinterpret_cast<std::uintptr_t>(p)] = {body, guard, one_block};
   return p;
 }
 
 void unmap_segment(void* p) {
-  std::size_t body;
+  Segments::Segment seg;
   {
     Segments& s = segments();
     std::lock_guard<std::mutex> g(s.mu);
-    auto it = s.sizes.find(reinterpret_cast<std::uintptr_t>(p));
-    if (it == s.sizes.end()) return;
-    body = it->second;
-    s.sizes.erase(it);
+    auto it = s.map.find(reinterpret_cast<std::uintptr_t>(p));
+    if (it == s.map.end()) return;
+    seg = it->second;
+    s.map.erase(it);
   }
-  ::munmap(static_cast<char*>(p) - page_size(), body + 2 * page_size());
+  ::munmap(static_cast<char*>(p) - seg.guard, seg.bytes + 2 * seg.guard);
 }
 
-bool segment_guard(std::uintptr_t address, bool& after, std::size_t& bytes) {
-  const std::size_t page = page_size();
+std::optional<SegmentFault> segment_guard(std::uintptr_t address) {
   Segments& s = segments();
   std::lock_guard<std::mutex> g(s.mu);
-  auto it = s.sizes.upper_bound(address);  // the first segment above
-  if (it != s.sizes.end() && address + page >= it->first) {
-    after = false;
-    bytes = it->second;
-    return true;
-  }
-  if (it == s.sizes.begin()) return false;
+  auto it = s.map.upper_bound(address);  // the first segment above
+  if (it != s.map.end() && address >= it->first - it->second.guard)
+    return SegmentFault{it->first, it->second.bytes, it->second.one_block, false};
+  if (it == s.map.begin()) return std::nullopt;
   --it;
-  if (address >= it->first + it->second && address < it->first + it->second + page) {
-    after = true;
-    bytes = it->second;
-    return true;
-  }
-  return false;
+  if (address >= it->first + it->second.bytes && address < it->first + it->second.bytes + it->second.guard)
+    return SegmentFault{it->first, it->second.bytes, it->second.one_block, true};
+  return std::nullopt;
 }
 
 std::unique_ptr<runtime::DeviceImpl> make_device() { return std::make_unique<CpuDevice>(); }

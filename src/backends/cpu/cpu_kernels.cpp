@@ -280,6 +280,29 @@ std::string describe(const bronze_fault& f) {
              " (it holds " + std::to_string(f.count) + " elements)";
   }
 }
+
+// A fault in the guard of a tensor segment: the parameter whose memory ran
+// out, when the segment is one tensor's (guarded placement).
+std::string describe_overrun(const runtime::KernelLaunch& l, const KernelGuard::Failure& f, const SegmentFault& seg) {
+  std::string what = "kernel '" + std::string(l.name) + "' stopped at " + (f.write ? "a write " : "an access ") +
+                     (seg.after ? "past the end" : "before the start") + " of ";
+  const runtime::KernelLaunch::Arg* arg = nullptr;
+  if (seg.one_block)
+    for (const auto& a : l.args) {
+      const auto p = reinterpret_cast<std::uintptr_t>(a.ptr);
+      if (a.inline_offset == SIZE_MAX && p >= seg.base && p < seg.base + seg.bytes) arg = &a;
+    }
+  if (arg)
+    return what + "the memory of '" + arg->name + "' (" +
+           std::to_string(seg.base + seg.bytes - reinterpret_cast<std::uintptr_t>(arg->ptr)) +
+           " bytes from where it starts; a grid or an index past its buffer?); its outputs are incomplete. The "
+           "overrun reached no other tensor; validate=True names the index.";
+  return what + (seg.one_block ? "a tensor's memory (" : "the memory its tensors live in (") +
+         std::to_string(seg.bytes) + " bytes; a grid or an index past its buffer?); its outputs are incomplete. " +
+         (seg.one_block ? "The overrun reached no other tensor" : "Writes before the fault may have changed other tensors "
+                                                          "of that memory, never bronze's own state") +
+         "; validate=True names the buffer and index.";
+}
 }  // namespace
 
 void run_jit_kernel(const runtime::KernelLaunch& l) {
@@ -320,14 +343,8 @@ void run_jit_kernel(const runtime::KernelLaunch& l) {
   if (auto f = guard.failure(); f && fenced && f->signal == SIGSEGV)
     if (std::string what = fenced->explain(f->address, f->write); !what.empty())
       throw Error("kernel '" + std::string(l.name) + "': " + what);
-  bool after = false;
-  std::size_t segment = 0;
-  if (auto f = guard.failure(); f && f->signal == SIGSEGV && segment_guard(f->address, after, segment))
-    throw DeviceError("kernel '" + std::string(l.name) + "' stopped at " + (f->write ? "a write " : "an access ") +
-                      (after ? "past the end" : "before the start") + " of the memory its tensors live in (" +
-                      std::to_string(segment) + " bytes; a grid or an index past its buffer?); its outputs are " +
-                      "incomplete. Writes before the fault may have changed other tensors of that memory, never "
-                      "bronze's own state; validate=True names the buffer and index.");
+  if (auto f = guard.failure(); f && f->signal == SIGSEGV)
+    if (auto seg = segment_guard(f->address)) throw DeviceError(describe_overrun(l, *f, *seg));
   guard.check();
 }
 

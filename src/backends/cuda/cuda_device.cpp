@@ -146,7 +146,7 @@ class CudaDevice final : public runtime::DeviceImpl {
       : index_(index), ctx_(index),
         allocator_("cuda:" + std::to_string(index), total_memory(),
                    runtime::AllocatorHooks{
-                       [this](std::size_t n) -> void* {
+                       [this](std::size_t n, bool) -> void* {
                          ctx_.make_current();
                          CUdeviceptr p = 0;
                          return driver()->cuMemAlloc(&p, n) == CUDA_SUCCESS ? reinterpret_cast<void*>(p) : nullptr;
@@ -161,7 +161,7 @@ class CudaDevice final : public runtime::DeviceImpl {
         // device address is the host address, so kernels take it as is.
         host_allocator_("cuda:" + std::to_string(index) + " host-visible", runtime::host_memory_limit(),
                         runtime::AllocatorHooks{
-                            [this](std::size_t n) -> void* {
+                            [this](std::size_t n, bool) -> void* {
                               ctx_.make_current();
                               void* p = nullptr;
                               if (driver()->cuMemHostAlloc(&p, n, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP) !=
