@@ -6,6 +6,8 @@
     bronze --version
     bronze check PATH... [-I DIR] [-D NAME=VALUE] [--device cpu|cuda|sm_90] [--jobs N] [--json F] [--junit F]
                                    compile every .metal file under PATH; exit 1 if any fails
+    bronze metallib-info FILE [--kernel NAME]... [--json F]
+                                   what an Apple .metallib holds: its kernels' reflection, the air.* intrinsics
     bronze capture show FILE       list the commands of a capture file
     bronze capture replay FILE     run a capture's kernels again
 """
@@ -65,6 +67,7 @@ def _info_lines(bronze):
         yield "  Metal front end: no C preprocessor: compile_shader needs one; install g++ (or cpp alone for CUDA)"
     torch_inc = bronze._torch_include_dir()
     yield f"  PyTorch Metal headers (<c10/metal/...>): {torch_inc + '/c10/metal' if torch_inc else 'none (torch not installed)'}"
+    yield f"  LLVM (Apple .metallib files): {bronze._C._llvm_status()}"
     yield f"  compile cache: {c['status']}"
     yield f"  log (BRONZE_LOG): {bronze._C._log_level()}"
     yield f"  metal_capture: {'enabled' if bronze.profiler.is_metal_capture_enabled() else 'off (BRONZE_CAPTURE_ENABLED=1 enables it)'}"
@@ -340,6 +343,28 @@ def _jobs(text):
     return n
 
 
+def _metallib_info(args):
+    from . import _metallib
+    import bronze
+
+    if not os.path.isfile(args.file):
+        raise _Refused(f"not a regular file: {args.file}" if os.path.exists(args.file) else f"no such file: {args.file}")
+    with open(args.file, "rb") as f:
+        data = f.read()
+    try:
+        info = _metallib.read_info(data, args.kernel)
+    except (ValueError, bronze.NotSupportedError) as e:  # not a metallib, or no LLVM
+        raise _Refused(e) from None
+    missing = sorted(set(args.kernel) - {f["name"] for f in info["functions"]})
+    if missing:
+        raise _Refused(f"{args.file} has no function {', '.join(missing)}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(info, f, indent=1)
+    print("\n".join(_metallib.report(info, args.file, detail=bool(args.kernel))))
+    return 1 if any("error" in f for f in info["functions"]) else 0
+
+
 def main(argv=None):
     parser = _Parser(prog="bronze", description=__doc__.split("\n")[0])
     parser.add_argument("--version", action="version", version=f"bronze {_version()}")
@@ -367,6 +392,11 @@ def main(argv=None):
     chk.add_argument("--json", help="write each file's result as JSON here")
     chk.add_argument("--junit", help="write a JUnit XML report here (one test case per file)")
     chk.set_defaults(func=_check)
+    mi = sub.add_parser("metallib-info", help="what an Apple .metallib holds (read through LLVM)")
+    mi.add_argument("file", metavar="FILE")
+    mi.add_argument("--kernel", action="append", default=[], help="show this function in detail; repeatable")
+    mi.add_argument("--json", help="write everything read as JSON here")
+    mi.set_defaults(func=_metallib_info)
     cap = sub.add_parser("capture", help="inspect or replay a capture file").add_subparsers(dest="action", required=True)
     show = cap.add_parser("show", help="list the captured commands")
     show.add_argument("file")

@@ -20,6 +20,7 @@ void bind_runtime(nb::module_& m);
 void bind_tensor(nb::module_& m);
 void bind_shader(nb::module_& m);
 void bind_log(nb::module_& m);
+void bind_metallib(nb::module_& m);
 
 // bronze's log records handed to Python's logging, here (the GIL held, no
 // bronze lock held): log.cpp.

@@ -7,6 +7,7 @@ NB_MODULE(_C, m) {
   bronze::py::bind_tensor(m);
   bronze::py::bind_shader(m);
   bronze::py::bind_log(m);
+  bronze::py::bind_metallib(m);
   m.def("_quiet_leaks", [] { nanobind::set_leak_warnings(false); },
         "Turns off nanobind's report of objects alive at exit (bronze.torch: torch keeps the functions of its "
         "registered ops, and the libraries they hold, to the end).");

@@ -1,0 +1,78 @@
+"""Apple .metallib files: what `bronze metallib-info` reports (the reading
+itself is C++: src/air, through LLVM)."""
+
+from __future__ import annotations
+
+import collections
+from typing import Any
+
+from . import _C
+
+
+def read_info(data: bytes, names: list[str] | None = None) -> dict[str, Any]:
+    """The library's header and, per function (all, or those named), its
+    reflection, function constants and air.* intrinsics with call counts."""
+    return _C._metallib_info(bytes(data), list(names or []))
+
+
+def _attribute(p: dict[str, Any]) -> str:
+    if p["kind"] == "buffer":
+        return f"[[buffer({p['index']})]]"
+    if p["kind"] == "threadgroup":
+        return f"[[threadgroup({p['index']})]]"
+    if p["kind"] == "attribute":
+        return f"[[{p['attribute']}]]"
+    return ""
+
+
+def signature(f: dict[str, Any]) -> str:
+    """The kernel as Metal would declare it, from its reflection."""
+    parts = []
+    for p in f["params"]:
+        if p["kind"] == "buffer":
+            space = "constant" if p.get("address_space") == 2 else "device"
+            const = "const " if p["read_only"] and space == "device" else ""
+            decl = f"{space} {const}{p['type']}{'&' if p['by_value'] else '*'} {p['name']}"
+        elif p["kind"] == "threadgroup":
+            decl = f"threadgroup {p['type']}* {p['name']}"
+        else:
+            decl = f"{p['type']} {p['name']}"
+        guard = f" (if {p['function_constant']})" if p.get("function_constant") else ""
+        parts.append(f"{decl} {_attribute(p)}{guard}".rstrip())
+    return f"{f['type']} void {f['name']}(" + ", ".join(parts) + ")"
+
+
+def report(info: dict[str, Any], path: str, detail: bool) -> list[str]:
+    """The lines `bronze metallib-info` prints."""
+    fns = info["functions"]
+    kinds = collections.Counter(f["type"] for f in fns)
+    versions = collections.Counter((f["air_version"], f["metal_version"]) for f in fns)
+    air, metal = versions.most_common(1)[0][0] if versions else ("-", "-")
+    counts = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in kinds.most_common())
+    lines = [f"{path}: Metal library {info['version']} for {info['platform']}, {len(fns)} functions "
+             f"({counts}), AIR {air}, Metal {metal}; "
+             f"read with {info['llvm']}"]
+    errors = [f for f in fns if "error" in f]
+    for f in errors:
+        lines.append(f"  {f['name']}: {f['error']}")
+    unsupported = collections.Counter(f["unsupported"] for f in fns if f.get("unsupported"))
+    for why, n in unsupported.most_common():
+        lines.append(f"  {n} not bound by bronze: {why}")
+    if detail:
+        for f in fns:
+            if "error" in f:
+                continue
+            lines.append("")
+            lines.append(signature(f))
+            lines.append(f"  hash {f['hash']}, {f['bitcode_bytes']} bytes of bitcode, "
+                         f"{'cooperative (barriers or simdgroup functions)' if f['cooperative'] else 'plain'}, "
+                         f"{f['threadgroup_bytes']} bytes of threadgroup variables")
+            for c in f["function_constants"]:
+                lines.append(f"  constant {c['type']} {c['name']} [[function_constant({c['index']})]]")
+            for name, calls in sorted(f["intrinsics"].items()):
+                lines.append(f"  calls {name} ({calls}x)")
+        return lines
+    uses = collections.Counter(name for f in fns for name in f.get("intrinsics", {}))
+    lines.append(f"{len(uses)} air.* intrinsics, by the number of functions calling each:")
+    lines.extend(f"  {n:7d}  {name}" for name, n in sorted(uses.items(), key=lambda kv: (-kv[1], kv[0])))
+    return lines

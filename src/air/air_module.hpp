@@ -1,0 +1,48 @@
+// What Apple's compiler wrote about one AIR function, read from its module
+// through LLVM: the kernel's parameters from `!air.kernel` (each argument's
+// role, [[buffer(n)]] index, address space, access, type name and size, its
+// Metal name), its function constants from `!air.function_constants`, the
+// `air.*` intrinsics it calls and its threadgroup memory. That is a complete
+// reflection, in bronze's vocabulary (KernelInfo), with no source to parse.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "air/metallib.hpp"
+#include "bronze/shader.hpp"
+#include "jit/llvm_api.hpp"
+
+namespace bronze::air {
+
+struct FunctionConstant {
+  std::string name;
+  std::string type;  // Metal's: "bool", "int", "float", ...
+  int index = -1;    // [[function_constant(n)]]
+  bool required = false;
+};
+
+struct AirFunction {
+  KernelInfo kernel;  // params in declaration order; bound: buffers by index
+  std::vector<FunctionConstant> constants;
+  // Per parameter, what AIR says beyond KernelParam.
+  struct Param {
+    std::string guard;      // the function constant whose value keeps it, else empty
+    int address_space = 0;  // a buffer's: 1 device, 2 constant, 3 threadgroup
+  };
+  std::vector<Param> air_params;
+  // air.* intrinsics the module declares, with their call counts.
+  std::vector<std::pair<std::string, int>> intrinsics;
+  std::size_t threadgroup_bytes = 0;  // its threadgroup variables (address space 3)
+  // Why bronze cannot bind it (a texture or sampler parameter, a vertex
+  // function), empty when nothing is known against it.
+  std::string unsupported;
+};
+
+// Reads `f`'s module in `ctx`. Throws ValueError when LLVM rejects the
+// bitcode or the metadata is not AIR's.
+AirFunction reflect(jit::llvm::Context& ctx, const Function& f);
+
+}  // namespace bronze::air

@@ -1,0 +1,126 @@
+#include "jit/llvm_api.hpp"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <vector>
+
+#include "bronze/error.hpp"
+
+namespace bronze::jit::llvm {
+namespace {
+
+constexpr unsigned kOldest = 17, kNewest = 22;
+
+struct Loaded {
+  Api api;
+  bool ok = false;
+  std::string status;
+};
+
+// Fills `a` from `h`; the names of entry points it lacks, else empty.
+std::string bind(void* h, Api& a) {
+  std::string missing;
+#define BRONZE_LLVM_BIND(ret, name, params)                                   \
+  a.name = reinterpret_cast<ret(*) params>(dlsym(h, #name));                  \
+  if (!a.name) missing += std::string(missing.empty() ? "" : ", ") + #name;
+  BRONZE_LLVM_API(BRONZE_LLVM_BIND)
+#undef BRONZE_LLVM_BIND
+  return missing;
+}
+
+const Loaded& loaded() {
+  static const Loaded l = [] {
+    Loaded r;
+    std::vector<std::string> names;
+    if (const char* env = std::getenv("BRONZE_LLVM_LIBRARY"); env && *env) {
+      names.push_back(env);
+    } else {
+      for (unsigned v = kNewest; v >= kOldest; --v) {
+        names.push_back("libLLVM.so." + std::to_string(v) + ".1");  // LLVM's own soname (Debian, Fedora)
+        names.push_back("libLLVM-" + std::to_string(v) + ".so");
+      }
+    }
+    std::string tried;
+    for (const std::string& name : names) {
+      void* h = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (!h) {
+        tried += "\n  " + name + ": " + dlerror();
+        continue;
+      }
+      Api a;
+      if (std::string missing = bind(h, a); !missing.empty()) {
+        tried += "\n  " + name + ": lacks " + missing;
+        dlclose(h);
+        continue;
+      }
+      unsigned major = 0, minor = 0, patch = 0;
+      a.LLVMGetVersion(&major, &minor, &patch);
+      if (major < kOldest) {
+        tried += "\n  " + name + ": LLVM " + std::to_string(major) + " (bronze needs " + std::to_string(kOldest) +
+                 " or newer)";
+        dlclose(h);
+        continue;
+      }
+      a.major = major;
+      r.api = a;
+      r.ok = true;
+      r.status = "LLVM " + std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch) +
+                 " (" + name + ")";
+      return r;  // loaded for the process's life: modules and contexts may outlive any owner
+    }
+    r.status = "no libLLVM " + std::to_string(kOldest) + " or newer found (set BRONZE_LLVM_LIBRARY, or install "
+               "one: apt-get install libllvm19):" + tried;
+    return r;
+  }();
+  return l;
+}
+
+}  // namespace
+
+const Api* api() { return loaded().ok ? &loaded().api : nullptr; }
+const std::string& status() { return loaded().status; }
+
+const Api& require(const std::string& what) {
+  if (const Api* a = api()) return *a;
+  throw NotSupportedError(what + " needs LLVM: " + status());
+}
+
+Context::Context(const Api& a) : api_(a), ctx_(a.LLVMContextCreate()) {
+  api_.LLVMContextSetDiagnosticHandler(ctx_, &Context::on_diagnostic, this);
+}
+
+Context::~Context() { api_.LLVMContextDispose(ctx_); }
+
+void Context::on_diagnostic(LLVMDiagnosticInfoRef d, void* self) {
+  auto* c = static_cast<Context*>(self);
+  if (c->api_.LLVMGetDiagInfoSeverity(d) != kDiagnosticError) return;
+  char* text = c->api_.LLVMGetDiagInfoDescription(d);
+  if (!c->errors_.empty()) c->errors_ += "; ";
+  c->errors_ += text ? text : "(no message)";
+  c->api_.LLVMDisposeMessage(text);
+}
+
+std::string Context::take_errors() {
+  std::string e = std::move(errors_);
+  errors_.clear();
+  return e;
+}
+
+Module::Module(Context& ctx, const std::uint8_t* bitcode, std::size_t size, const std::string& what)
+    : api_(require(what)) {
+  LLVMMemoryBufferRef buf = api_.LLVMCreateMemoryBufferWithMemoryRange(reinterpret_cast<const char*>(bitcode),
+                                                                       size, what.c_str(), 0);
+  const bool failed = api_.LLVMParseBitcodeInContext2(ctx.get(), buf, &m_) != 0;
+  api_.LLVMDisposeMemoryBuffer(buf);  // the module was read whole: it keeps nothing of the buffer
+  if (failed) {
+    std::string why = ctx.take_errors();
+    throw ValueError(what + ": LLVM cannot read its bitcode (" + (why.empty() ? "no reason given" : why) + ")");
+  }
+}
+
+Module::~Module() {
+  if (m_) api_.LLVMDisposeModule(m_);
+}
+
+}  // namespace bronze::jit::llvm

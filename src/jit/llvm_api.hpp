@@ -1,0 +1,110 @@
+// libLLVM's C API, loaded at run time with dlopen: bronze builds, imports
+// and runs without LLVM, which only Apple .metallib files need (AIR is LLVM
+// bitcode). The C API is LLVM's stable one, so any libLLVM from 17 (opaque
+// pointers only: Apple's typed-pointer AIR is upgraded on reading) serves;
+// $BRONZE_LLVM_LIBRARY names one, else the newest of the usual names loads.
+// Only the entry points bronze uses are declared, once, in the X-macro.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace bronze::jit::llvm {
+
+using LLVMBool = int;
+using LLVMContextRef = struct LLVMOpaqueContext*;
+using LLVMModuleRef = struct LLVMOpaqueModule*;
+using LLVMValueRef = struct LLVMOpaqueValue*;
+using LLVMTypeRef = struct LLVMOpaqueType*;
+using LLVMUseRef = struct LLVMOpaqueUse*;
+using LLVMMemoryBufferRef = struct LLVMOpaqueMemoryBuffer*;
+using LLVMDiagnosticInfoRef = struct LLVMOpaqueDiagnosticInfo*;
+using LLVMTargetDataRef = struct LLVMOpaqueTargetData*;
+using LLVMDiagnosticHandler = void (*)(LLVMDiagnosticInfoRef, void*);
+constexpr int kDiagnosticError = 0;  // LLVMDSError
+
+// X(return type, name, parameter list)
+#define BRONZE_LLVM_API(X)                                                                                 \
+  X(void, LLVMGetVersion, (unsigned*, unsigned*, unsigned*))                                               \
+  X(void, LLVMDisposeMessage, (char*))                                                                     \
+  X(LLVMContextRef, LLVMContextCreate, ())                                                                 \
+  X(void, LLVMContextDispose, (LLVMContextRef))                                                            \
+  X(void, LLVMContextSetDiagnosticHandler, (LLVMContextRef, LLVMDiagnosticHandler, void*))                 \
+  X(char*, LLVMGetDiagInfoDescription, (LLVMDiagnosticInfoRef))                                            \
+  X(int, LLVMGetDiagInfoSeverity, (LLVMDiagnosticInfoRef))                                                 \
+  X(LLVMMemoryBufferRef, LLVMCreateMemoryBufferWithMemoryRange, (const char*, std::size_t, const char*,    \
+                                                                 LLVMBool))                               \
+  X(void, LLVMDisposeMemoryBuffer, (LLVMMemoryBufferRef))                                                  \
+  X(LLVMBool, LLVMParseBitcodeInContext2, (LLVMContextRef, LLVMMemoryBufferRef, LLVMModuleRef*))           \
+  X(void, LLVMDisposeModule, (LLVMModuleRef))                                                              \
+  X(unsigned, LLVMGetNamedMetadataNumOperands, (LLVMModuleRef, const char*))                               \
+  X(void, LLVMGetNamedMetadataOperands, (LLVMModuleRef, const char*, LLVMValueRef*))                       \
+  X(unsigned, LLVMGetMDNodeNumOperands, (LLVMValueRef))                                                    \
+  X(void, LLVMGetMDNodeOperands, (LLVMValueRef, LLVMValueRef*))                                            \
+  X(const char*, LLVMGetMDString, (LLVMValueRef, unsigned*))                                               \
+  X(LLVMValueRef, LLVMIsAMDNode, (LLVMValueRef))                                                           \
+  X(LLVMValueRef, LLVMIsAConstantInt, (LLVMValueRef))                                                      \
+  X(unsigned long long, LLVMConstIntGetZExtValue, (LLVMValueRef))                                          \
+  X(const char*, LLVMGetValueName2, (LLVMValueRef, std::size_t*))                                          \
+  X(LLVMValueRef, LLVMGetFirstFunction, (LLVMModuleRef))                                                   \
+  X(LLVMValueRef, LLVMGetNextFunction, (LLVMValueRef))                                                     \
+  X(LLVMBool, LLVMIsDeclaration, (LLVMValueRef))                                                           \
+  X(LLVMUseRef, LLVMGetFirstUse, (LLVMValueRef))                                                           \
+  X(LLVMUseRef, LLVMGetNextUse, (LLVMUseRef))                                                              \
+  X(LLVMValueRef, LLVMGetFirstGlobal, (LLVMModuleRef))                                                     \
+  X(LLVMValueRef, LLVMGetNextGlobal, (LLVMValueRef))                                                       \
+  X(LLVMTypeRef, LLVMTypeOf, (LLVMValueRef))                                                               \
+  X(LLVMTypeRef, LLVMGlobalGetValueType, (LLVMValueRef))                                                   \
+  X(unsigned, LLVMGetPointerAddressSpace, (LLVMTypeRef))                                                   \
+  X(LLVMTargetDataRef, LLVMGetModuleDataLayout, (LLVMModuleRef))                                           \
+  X(unsigned long long, LLVMABISizeOfType, (LLVMTargetDataRef, LLVMTypeRef))
+
+struct Api {
+#define BRONZE_LLVM_MEMBER(ret, name, params) ret(*name) params = nullptr;
+  BRONZE_LLVM_API(BRONZE_LLVM_MEMBER)
+#undef BRONZE_LLVM_MEMBER
+  unsigned major = 0;
+};
+
+// The loaded API, or nullptr; status() says which library loaded or why none.
+const Api* api();
+const std::string& status();
+// The API, or NotSupportedError saying what `what` needs and how to get it.
+const Api& require(const std::string& what);
+
+// A context whose errors are collected, not printed (LLVM's default handler
+// exits the process on an error).
+class Context {
+ public:
+  explicit Context(const Api& a);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+  LLVMContextRef get() const { return ctx_; }
+  // The errors reported since the last call, then cleared.
+  std::string take_errors();
+
+ private:
+  static void on_diagnostic(LLVMDiagnosticInfoRef d, void* self);
+  const Api& api_;
+  LLVMContextRef ctx_;
+  std::string errors_;
+};
+
+// A parsed module, disposed with its owner.
+class Module {
+ public:
+  // Throws ValueError "<what>: <LLVM's message>" when LLVM rejects the bitcode.
+  Module(Context& ctx, const std::uint8_t* bitcode, std::size_t size, const std::string& what);
+  ~Module();
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+  LLVMModuleRef get() const { return m_; }
+
+ private:
+  const Api& api_;
+  LLVMModuleRef m_ = nullptr;
+};
+
+}  // namespace bronze::jit::llvm

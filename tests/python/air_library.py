@@ -1,0 +1,198 @@
+"""Apple-format .metallib files made here, for the tests: AIR modules written
+as LLVM IR text in the shape Apple's compiler gives them (address spaces 1,
+2 and 3, air.* intrinsics, !air.kernel and !air.function_constants
+metadata), assembled to bitcode with the libLLVM bronze loads (its C API,
+through ctypes), and packed in the .metallib container: header, function
+list (NAME, TYPE, HASH, MDSZ, OFFT, VERS), bitcode modules in their
+wrappers. No Apple file is committed; these are written in the style of
+real ones."""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import struct
+
+_LIB_NAMES = [f"libLLVM.so.{v}.1" for v in range(22, 16, -1)] + [f"libLLVM-{v}.so" for v in range(22, 16, -1)]
+
+
+def _llvm():
+    for name in _LIB_NAMES:
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError:
+            continue
+        lib.LLVMContextCreate.restype = ctypes.c_void_p
+        lib.LLVMCreateMemoryBufferWithMemoryRangeCopy.restype = ctypes.c_void_p
+        lib.LLVMCreateMemoryBufferWithMemoryRangeCopy.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p]
+        lib.LLVMParseIRInContext.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p),
+                                             ctypes.POINTER(ctypes.c_char_p)]
+        lib.LLVMWriteBitcodeToMemoryBuffer.restype = ctypes.c_void_p
+        lib.LLVMWriteBitcodeToMemoryBuffer.argtypes = [ctypes.c_void_p]
+        lib.LLVMGetBufferStart.restype = ctypes.c_void_p
+        lib.LLVMGetBufferStart.argtypes = [ctypes.c_void_p]
+        lib.LLVMGetBufferSize.restype = ctypes.c_size_t
+        lib.LLVMGetBufferSize.argtypes = [ctypes.c_void_p]
+        lib.LLVMDisposeMemoryBuffer.argtypes = [ctypes.c_void_p]
+        lib.LLVMDisposeModule.argtypes = [ctypes.c_void_p]
+        lib.LLVMContextDispose.argtypes = [ctypes.c_void_p]
+        return lib
+    return None
+
+
+LLVM = _llvm()
+
+
+def assemble(ir: str) -> bytes:
+    """LLVM IR text -> bitcode (ValueError with LLVM's message if it refuses)."""
+    ctx = LLVM.LLVMContextCreate()
+    try:
+        text = ir.encode()
+        buf = LLVM.LLVMCreateMemoryBufferWithMemoryRangeCopy(text, len(text), b"test.ll")
+        mod, err = ctypes.c_void_p(), ctypes.c_char_p()
+        if LLVM.LLVMParseIRInContext(ctx, buf, ctypes.byref(mod), ctypes.byref(err)):  # takes the buffer
+            raise ValueError(f"LLVM refused the test's IR: {err.value.decode()}")
+        out = LLVM.LLVMWriteBitcodeToMemoryBuffer(mod)
+        data = ctypes.string_at(LLVM.LLVMGetBufferStart(out), LLVM.LLVMGetBufferSize(out))
+        LLVM.LLVMDisposeMemoryBuffer(out)
+        LLVM.LLVMDisposeModule(mod)
+        return data
+    finally:
+        LLVM.LLVMContextDispose(ctx)
+
+
+def _tag(name: bytes, data: bytes) -> bytes:
+    return name + struct.pack("<H", len(data)) + data
+
+
+def pack(functions: list[tuple[str, bytes]], kind: int = 2) -> bytes:
+    """A .metallib of (name, bitcode) functions, as Apple's tools lay it out."""
+    entries, modules = [], b""
+    for name, bitcode in functions:
+        # LLVM wraps bitcode for Apple triples itself; Apple's files have the wrapper.
+        wrapped = bitcode if bitcode[:4] == b"\xde\xc0\x17\x0b" else (
+            struct.pack("<5I", 0x0B17C0DE, 0, 20, len(bitcode), 0xFFFFFFFF) + bitcode)
+        fields = (_tag(b"NAME", name.encode() + b"\0") + _tag(b"TYPE", bytes([kind])) +
+                  _tag(b"HASH", hashlib.sha256(bitcode).digest()) +
+                  _tag(b"OFFT", struct.pack("<3Q", 0, 0, len(modules))) +
+                  _tag(b"VERS", struct.pack("<4H", 2, 6, 3, 1)) + _tag(b"MDSZ", struct.pack("<Q", len(wrapped))) +
+                  b"ENDT")
+        entries.append(struct.pack("<I", 4 + len(fields)) + fields)
+        modules += wrapped
+    listing = b"".join(entries)
+    header = 88
+    list_off, list_size = header, len(listing)
+    meta_off = list_off + 4 + list_size
+    meta = b"\x08\0\0\0ENDT" * len(functions)
+    bc_off = meta_off + 2 * len(meta)
+    size = bc_off + len(modules)
+    head = (b"MTLB" + struct.pack("<HHHBBHH", 0x8001, 2, 7, 0, 0x81, 14, 0) + struct.pack("<Q", size) +
+            struct.pack("<8Q", list_off, list_size, meta_off, len(meta), meta_off + len(meta), len(meta),
+                        bc_off, len(modules)))
+    assert len(head) == header
+    return head + struct.pack("<I", len(functions)) + listing + meta + meta + modules
+
+
+def fat(*slices: bytes) -> bytes:
+    """A Mach-O universal file holding the slices (as a fat .metallib)."""
+    out = struct.pack(">2I", 0xCAFEBABE, len(slices))
+    offset = 8 + 20 * len(slices)
+    offset = (offset + 4095) // 4096 * 4096
+    body = b""
+    for s in slices:
+        out += struct.pack(">5I", 0x01000013, 0, offset + len(body), len(s), 12)
+        body += s + b"\0" * (-len(s) % 4096)
+    return out + b"\0" * (offset - len(out)) + body
+
+
+# AIR as Apple's compiler writes it (opaque pointers, as LLVM 17+ reads it).
+# An elementwise kernel: device buffers, a constant reference, the thread's
+# position; named and indexed as MLX's binary kernels are.
+AXPBY = r"""
+target datalayout = "e-p:64:64:64-i1:8:8-i8:8:8-i16:16:16-i32:32:32-i64:64:64-f32:32:32-f64:64:64-v16:16:16-v24:32:32-v32:32:32-v48:64:64-v64:64:64-v96:128:128-v128:128:128-v192:256:256-v256:256:256-v512:512:512-v1024:1024:1024-n8:16:32"
+target triple = "air64_v26-apple-macosx14.0.0"
+
+define void @axpby_float(ptr addrspace(1) noundef "air-buffer-no-alias" %x, ptr addrspace(1) noundef "air-buffer-no-alias" %y, ptr addrspace(2) noundef align 4 dereferenceable(8) "air-buffer-no-alias" %ab, i32 noundef %i) {
+  %idx = zext i32 %i to i64
+  %px = getelementptr inbounds float, ptr addrspace(1) %x, i64 %idx
+  %vx = load float, ptr addrspace(1) %px, align 4
+  %py = getelementptr inbounds float, ptr addrspace(1) %y, i64 %idx
+  %vy = load float, ptr addrspace(1) %py, align 4
+  %a = load float, ptr addrspace(2) %ab, align 4
+  %pb = getelementptr inbounds i8, ptr addrspace(2) %ab, i64 4
+  %b = load float, ptr addrspace(2) %pb, align 4
+  %ax = fmul float %a, %vx
+  %by = fmul float %b, %vy
+  %r = fadd float %ax, %by
+  store float %r, ptr addrspace(1) %py, align 4
+  ret void
+}
+
+!air.kernel = !{!0}
+!0 = !{ptr @axpby_float, !1, !2}
+!1 = !{}
+!2 = !{!3, !4, !5, !6}
+!3 = !{i32 0, !"air.buffer", !"air.location_index", i32 0, i32 1, !"air.read", !"air.address_space", i32 1, !"air.arg_type_size", i32 4, !"air.arg_type_align_size", i32 4, !"air.arg_type_name", !"float", !"air.arg_name", !"x"}
+!4 = !{i32 1, !"air.buffer", !"air.location_index", i32 1, i32 1, !"air.read_write", !"air.address_space", i32 1, !"air.arg_type_size", i32 4, !"air.arg_type_align_size", i32 4, !"air.arg_type_name", !"float", !"air.arg_name", !"y"}
+!5 = !{i32 2, !"air.buffer", !"air.buffer_size", i32 8, !"air.location_index", i32 2, i32 1, !"air.read", !"air.address_space", i32 2, !"air.arg_type_size", i32 8, !"air.arg_type_align_size", i32 4, !"air.arg_type_name", !"float2", !"air.arg_name", !"ab"}
+!6 = !{i32 3, !"air.thread_position_in_grid", !"air.arg_type_name", !"uint", !"air.arg_name", !"i"}
+"""
+
+# A reduction over a threadgroup in the shape of MLX's row kernels: a
+# threadgroup array, barriers, simd_sum, a buffer a function constant keeps,
+# [[buffer(n)]] indices out of declaration order.
+ROW_SUM = r"""
+target datalayout = "e-p:64:64:64-i1:8:8-i8:8:8-i16:16:16-i32:32:32-i64:64:64-f32:32:32-f64:64:64-v16:16:16-v24:32:32-v32:32:32-v48:64:64-v64:64:64-v96:128:128-v128:128:128-v192:256:256-v256:256:256-v512:512:512-v1024:1024:1024-n8:16:32"
+target triple = "air64_v26-apple-macosx14.0.0"
+
+@partial = internal addrspace(3) global [32 x float] undef, align 4
+@has_bias.MTL_FC_INIT_7_b = internal unnamed_addr addrspace(2) externally_initialized constant i8 undef, section "air.fc_initializer", align 1
+@fc_pred = internal addrspace(2) global i8 0, align 1
+
+declare float @air.simd_sum.f32(float)
+declare void @air.wg.barrier(i32, i32)
+
+define void @row_sum_float(ptr addrspace(1) noundef %out, ptr addrspace(1) noundef %in, ptr addrspace(1) noundef %bias, i32 noundef %lid, i32 noundef %lane, i32 noundef %sg, <3 x i32> noundef %gid) {
+  %row = extractelement <3 x i32> %gid, i64 0
+  %r64 = zext i32 %row to i64
+  %l64 = zext i32 %lid to i64
+  %off = mul i64 %r64, 1024
+  %at = add i64 %off, %l64
+  %p = getelementptr inbounds float, ptr addrspace(1) %in, i64 %at
+  %v = load float, ptr addrspace(1) %p, align 4
+  %s = call float @air.simd_sum.f32(float %v)
+  %first = icmp eq i32 %lane, 0
+  br i1 %first, label %keep, label %wait
+keep:
+  %sg64 = zext i32 %sg to i64
+  %slot = getelementptr inbounds [32 x float], ptr addrspace(3) @partial, i64 0, i64 %sg64
+  store float %s, ptr addrspace(3) %slot, align 4
+  br label %wait
+wait:
+  call void @air.wg.barrier(i32 2, i32 1)
+  %lead = icmp eq i32 %lid, 0
+  br i1 %lead, label %total, label %done
+total:
+  %t0 = load float, ptr addrspace(3) @partial, align 4
+  %po = getelementptr inbounds float, ptr addrspace(1) %out, i64 %r64
+  store float %t0, ptr addrspace(1) %po, align 4
+  br label %done
+done:
+  ret void
+}
+
+!air.kernel = !{!0}
+!air.function_constants = !{!20}
+!0 = !{ptr @row_sum_float, !1, !2}
+!1 = !{}
+!2 = !{!3, !4, !5, !7, !8, !9, !10}
+!3 = !{i32 0, !"air.buffer", !"air.location_index", i32 1, i32 1, !"air.read_write", !"air.address_space", i32 1, !"air.arg_type_size", i32 4, !"air.arg_type_align_size", i32 4, !"air.arg_type_name", !"float", !"air.arg_name", !"out"}
+!4 = !{i32 1, !"air.buffer", !"air.location_index", i32 0, i32 1, !"air.read", !"air.address_space", i32 1, !"air.arg_type_size", i32 4, !"air.arg_type_align_size", i32 4, !"air.arg_type_name", !"float", !"air.arg_name", !"in"}
+!5 = !{i32 2, !"air.function_constant", !6, !"air.buffer", !"air.location_index", i32 2, i32 1, !"air.read", !"air.address_space", i32 1, !"air.arg_type_size", i32 4, !"air.arg_type_align_size", i32 4, !"air.arg_type_name", !"float", !"air.arg_name", !"bias"}
+!6 = !{ptr addrspace(2) @fc_pred, !"bool", !"has_bias"}
+!7 = !{i32 3, !"air.thread_position_in_threadgroup", !"air.arg_type_name", !"uint", !"air.arg_name", !"lid"}
+!8 = !{i32 4, !"air.thread_index_in_simdgroup", !"air.arg_type_name", !"uint", !"air.arg_name", !"lane"}
+!9 = !{i32 5, !"air.simdgroup_index_in_threadgroup", !"air.arg_type_name", !"uint", !"air.arg_name", !"sg"}
+!10 = !{i32 6, !"air.threadgroup_position_in_grid", !"air.arg_type_name", !"uint3", !"air.arg_name", !"gid"}
+!20 = !{ptr addrspace(2) @has_bias.MTL_FC_INIT_7_b, !"bool", !"has_bias", i32 7, i1 true}
+"""
