@@ -276,9 +276,12 @@ def test_a_fault_outside_kernels_reaches_a_handler_installed_after_the_first_lau
 
 def test_ctrl_c_interrupts_every_wait():
     # Each wait blocks on a kernel spinning on a flag; SIGINT raises
-    # KeyboardInterrupt there, then the flag lets the kernel finish.
+    # KeyboardInterrupt there, then the flag lets the kernel finish. The
+    # signal is sent only once the waiting call's `try` is entered (the
+    # handshake): a timer started before it could fire earlier under load,
+    # outside the `try`, and leave the kernel spinning at exit.
     code = f"""
-        import ctypes, os, signal, threading
+        import ctypes, os, signal, threading, time
         import bronze
         lib = bronze.compile_shader({FAULTS!r})
         flag = bronze.zeros(1, dtype=bronze.int32)
@@ -298,12 +301,20 @@ def test_ctrl_c_interrupts_every_wait():
                 lib.spin(flag, threads=64)
                 e = bronze.Event()
                 e.record()
-            threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+            entered = threading.Event()
+            def interrupt():
+                entered.wait()
+                time.sleep(0.3)  # into the wait, as a rule; a signal just before it lands in the same try
+                os.kill(os.getpid(), signal.SIGINT)
+            sender = threading.Thread(target=interrupt)
+            sender.start()
             try:
+                entered.set()
                 wait()
                 print(name, "returned")
             except KeyboardInterrupt:
                 print(name, "interrupted")
+            sender.join()
             cell.value = 1
             bronze.synchronize()
     """
