@@ -315,11 +315,12 @@ def load_metallib(source: bytes | bytearray | memoryview | str | _os.PathLike[st
                   signatures: str | None = None, rebuild: _builtins.bool = False) -> Library:
     """Loads a precompiled kernel library: bytes/bytearray, or a path (str/PathLike).
 
-    Reads bronze's .bronzelib format (`bronze compile FILE.metal -o FILE.bronzelib`)
-    and, on a CUDA device, raw cubin, PTX and fatbin modules. signatures: CUDA C++
-    declarations of the module's kernels ("__global__ void k(float* y, float a);"),
-    needed for cubin/fatbin; PTX's own .entry lines serve otherwise.
-    Apple .metallib files get a ValueError saying so.
+    Reads bronze's .bronzelib format (`bronze compile FILE.metal -o FILE.bronzelib`),
+    Apple's .metallib files (CPU: each kernel lowered from its AIR through LLVM on
+    first use; lib.specialize gives function constants) and, on a CUDA device, raw
+    cubin, PTX and fatbin modules. signatures: CUDA C++ declarations of the module's
+    kernels ("__global__ void k(float* y, float a);"), needed for cubin/fatbin; PTX's
+    own .entry lines serve otherwise.
 
     A .bronzelib's compiled objects are native code that runs in this process:
     load only libraries you trust, or pass rebuild=True to ignore them and

@@ -64,6 +64,8 @@ def report(info: dict[str, Any], path: str, detail: bool) -> list[str]:
                 continue
             lines.append("")
             lines.append(signature(f))
+            for backend in ("cpu", "cuda"):
+                lines.append(f"  {backend.upper()}: {'has all it needs' if f[backend] is True else 'cannot run: ' + f[backend]}")
             lines.append(f"  hash {f['hash']}, {f['bitcode_bytes']} bytes of bitcode, "
                          f"{'cooperative (barriers or simdgroup functions)' if f['cooperative'] else 'plain'}, "
                          f"{f['threadgroup_bytes']} bytes of threadgroup variables")
@@ -72,6 +74,14 @@ def report(info: dict[str, Any], path: str, detail: bool) -> list[str]:
             for name, calls in sorted(f["intrinsics"].items()):
                 lines.append(f"  calls {name} ({calls}x)")
         return lines
+    for backend in ("cpu", "cuda"):
+        read = [f for f in fns if "error" not in f]
+        ok = sum(1 for f in read if f[backend] is True)
+        lines.append(f"{backend.upper()}: {ok} of {len(read)} kernels have all they need to run")
+        missing = collections.Counter(f[backend].split(":")[0] for f in read if f[backend] is not True)
+        lines.extend(f"  {n:7d}  {why}" for why, n in missing.most_common(12))
+        if len(missing) > 12:
+            lines.append(f"  ... and {len(missing) - 12} more reasons (--json lists each kernel's)")
     uses = collections.Counter(name for f in fns for name in f.get("intrinsics", {}))
     lines.append(f"{len(uses)} air.* intrinsics, by the number of functions calling each:")
     lines.extend(f"  {n:7d}  {name}" for name, n in sorted(uses.items(), key=lambda kv: (-kv[1], kv[0])))

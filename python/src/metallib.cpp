@@ -8,6 +8,7 @@
 
 #include "air/air_module.hpp"
 #include "air/metallib.hpp"
+#include "backends/shader_backend.hpp"
 #include "common.hpp"
 #include "jit/llvm_api.hpp"
 
@@ -98,9 +99,15 @@ nb::dict function_dict(const air::Function& f, const air::AirFunction& a, const 
   }
   d["function_constants"] = constants;
   nb::dict intrinsics;
-  for (const auto& [name, calls] : a.intrinsics) intrinsics[nb::str(name.c_str())] = calls;
+  for (const auto& in : a.intrinsics) intrinsics[nb::str(in.name.c_str())] = in.calls;
   d["intrinsics"] = intrinsics;
   d["cooperative"] = a.kernel.cooperative;
+  // Whether each backend's runtime implements all it needs (what the first
+  // call builds), else why not.
+  for (DeviceType t : {DeviceType::CPU, DeviceType::CUDA}) {
+    const std::string why = backends::shader_backend(t).air_unsupported(a);
+    d[t == DeviceType::CPU ? "cpu" : "cuda"] = why.empty() ? nb::object(nb::bool_(true)) : nb::object(nb::str(why.c_str()));
+  }
   d["threadgroup_bytes"] = a.threadgroup_bytes;
   if (!a.unsupported.empty()) d["unsupported"] = a.unsupported;
   return d;

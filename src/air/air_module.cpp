@@ -158,6 +158,7 @@ AirFunction reflect(jit::llvm::Context& ctx, const Function& f) {
     const std::vector<LLVMValueRef> ops = md.ops(node);
     if (ops.size() < 4) continue;
     FunctionConstant c;
+    c.global = md.name(ops[0]);
     c.type = md.str(ops[1]).value_or("");
     c.name = md.str(ops[2]).value_or("");
     c.index = static_cast<int>(md.num(ops[3]).value_or(-1));
@@ -168,10 +169,16 @@ AirFunction reflect(jit::llvm::Context& ctx, const Function& f) {
   for (LLVMValueRef fn = a.LLVMGetFirstFunction(mod.get()); fn; fn = a.LLVMGetNextFunction(fn)) {
     std::string name = md.name(fn);
     if (!a.LLVMIsDeclaration(fn) || name.rfind("air.", 0) != 0) continue;
-    int uses = 0;
-    for (auto u = a.LLVMGetFirstUse(fn); u; u = a.LLVMGetNextUse(u)) ++uses;
+    AirFunction::Intrinsic in;
+    for (auto u = a.LLVMGetFirstUse(fn); u; u = a.LLVMGetNextUse(u)) ++in.calls;
     k.cooperative = k.cooperative || collective(name);
-    out.intrinsics.emplace_back(std::move(name), uses);
+    const jit::llvm::LLVMTypeRef type = a.LLVMGlobalGetValueType(fn);
+    in.result = jit::llvm::take_message(a, a.LLVMPrintTypeToString(a.LLVMGetReturnType(type)));
+    std::vector<jit::llvm::LLVMTypeRef> params(a.LLVMCountParamTypes(type));
+    a.LLVMGetParamTypes(type, params.data());
+    for (auto p : params) in.params.push_back(jit::llvm::take_message(a, a.LLVMPrintTypeToString(p)));
+    in.name = std::move(name);
+    out.intrinsics.push_back(std::move(in));
   }
 
   const auto layout = a.LLVMGetModuleDataLayout(mod.get());

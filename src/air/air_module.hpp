@@ -19,6 +19,7 @@ namespace bronze::air {
 
 struct FunctionConstant {
   std::string name;
+  std::string global;  // the module's variable its value is given in
   std::string type;  // Metal's: "bool", "int", "float", ...
   int index = -1;    // [[function_constant(n)]]
   bool required = false;
@@ -33,8 +34,14 @@ struct AirFunction {
     int address_space = 0;  // a buffer's: 1 device, 2 constant, 3 threadgroup
   };
   std::vector<Param> air_params;
-  // air.* intrinsics the module declares, with their call counts.
-  std::vector<std::pair<std::string, int>> intrinsics;
+  // air.* intrinsics the module declares: name, LLVM types, call count.
+  struct Intrinsic {
+    std::string name;
+    std::string result;               // "float", "<4 x float>", "void"
+    std::vector<std::string> params;  // LLVM's spelling of each type
+    int calls = 0;
+  };
+  std::vector<Intrinsic> intrinsics;
   std::size_t threadgroup_bytes = 0;  // its threadgroup variables (address space 3)
   // Why bronze cannot bind it (a texture or sampler parameter, a vertex
   // function), empty when nothing is known against it.

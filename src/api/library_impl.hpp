@@ -17,6 +17,7 @@
 
 namespace bronze::detail {
 struct LibraryImpl;
+struct AirSource;  // api/air_library.cpp
 // The builds of one library compiled without naming a device: it follows
 // its tensors, built for another device on first use there (as CuPy's and
 // Warp's kernels do). The handles to a build share the family's ownership
@@ -75,6 +76,9 @@ struct LibraryImpl {
     shader::ParsedSource parsed_;
   };
   std::unique_ptr<Lazy> lazy;
+  // An Apple .metallib's: its functions, each kernel reflected, lowered and
+  // built from its AIR on first use (api/air_library.cpp).
+  std::shared_ptr<AirSource> air;
   // A kernel's arguments in its entry's order (shader::entry_position: its
   // buffers and values in declaration order, those a function constant
   // removed included), from the call's binding order (slot order).
@@ -113,4 +117,17 @@ struct LibraryImpl {
   std::mutex specializations_mu;
   std::vector<std::pair<std::string, std::shared_ptr<LibraryImpl>>> specializations;
 };
+
+// A kernel's arguments in its entry's order (api/shader.cpp).
+LibraryImpl::EntryOrder entry_order(const KernelInfo& info);
+
+// Apple .metallib libraries (api/air_library.cpp): loaded with each
+// kernel's name only; built (reflected, lowered through the device's
+// backend, compiled, loaded) once, on first use, as Lazy's kernels are.
+std::shared_ptr<LibraryImpl> load_air_library(const Device& d, std::vector<std::uint8_t> bytes);
+void build_air_kernel(LibraryImpl& lib, std::size_t k);
+// Kernel k of an Apple library alone, its function constants given these values.
+std::shared_ptr<LibraryImpl> specialize_air(const LibraryImpl& lib, std::size_t k,
+                                            std::vector<std::pair<std::string, std::string>> constants);
+bool air_kernel_built(const LibraryImpl& lib, std::size_t k);
 }  // namespace bronze::detail

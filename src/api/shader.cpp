@@ -32,6 +32,7 @@
 #include "backends/shader_backend.hpp"
 #include "runtime/capture.hpp"
 #include "runtime/device_impl.hpp"
+#include "air/metallib.hpp"
 #include "api/library_impl.hpp"
 #include "api/unit_record.hpp"
 #include "runtime/shader_module.hpp"
@@ -96,6 +97,19 @@ void capture_dispatch(detail::LibraryImpl& lib, const KernelInfo& ki, const runt
 
 }  // namespace
 
+detail::LibraryImpl::EntryOrder detail::entry_order(const KernelInfo& info) {
+  detail::LibraryImpl::EntryOrder o;
+  o.position.resize(info.bound.size());
+  for (const KernelParam& p : info.params) {
+    if (!shader::enters(p)) continue;
+    if (p.binding >= 0) o.position[p.binding] = o.count;
+    else o.absent.emplace_back(o.count, p.by_value ? p.size : 0);
+    o.identity = o.identity && p.binding == static_cast<int>(o.count);
+    ++o.count;
+  }
+  return o;
+}
+
 namespace {
 std::vector<std::uint8_t> read_binary(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -142,22 +156,10 @@ std::shared_ptr<detail::LibraryImpl> new_library(const Device& d, std::string so
   return lib;
 }
 
-detail::LibraryImpl::EntryOrder entry_order(const KernelInfo& info) {
-  detail::LibraryImpl::EntryOrder o;
-  o.position.resize(info.bound.size());
-  for (const KernelParam& p : info.params) {
-    if (!shader::enters(p)) continue;
-    if (p.binding >= 0) o.position[p.binding] = o.count;
-    else o.absent.emplace_back(o.count, p.by_value ? p.size : 0);
-    o.identity = o.identity && p.binding == static_cast<int>(o.count);
-    ++o.count;
-  }
-  return o;
-}
 
 // A kernel of a CUDA C++ library or a GPU module, as its declaration reflects it.
 void add_kernel(detail::LibraryImpl& lib, KernelInfo info, const runtime::ModuleKernel& m) {
-  lib.entry_order.push_back(entry_order(info));
+  lib.entry_order.push_back(detail::entry_order(info));
   lib.kernels.push_back(std::move(info));
   lib.entries.push_back(m.entry);
   lib.static_tg_bytes.push_back(m.static_shared_bytes);
@@ -366,7 +368,7 @@ std::vector<runtime::ModuleKernel> load_parts(detail::LibraryImpl& lib, const st
 void set_kernel(detail::LibraryImpl& lib, std::size_t k, const runtime::ModuleKernel& m) {
   KernelInfo& info = lib.kernels[k];
   shader::apply_layout(info, reinterpret_cast<const unsigned long long*>(m.table.data()));
-  lib.entry_order[k] = entry_order(info);
+  lib.entry_order[k] = detail::entry_order(info);
   lib.entries[k] = m.entry;
   lib.static_tg_bytes[k] = m.static_shared_bytes;
   lib.carved_tg_bytes[k] = m.carved_shared_bytes;
@@ -466,6 +468,7 @@ BuildPlan lazy_plan(const detail::LibraryImpl& lib, KernelRange kernels) {
 // record names its object. A build that fails raises its errors at the
 // user's lines from here (the call) and is tried again by the next use.
 void built(detail::LibraryImpl& lib, std::size_t k) {
+  if (lib.air) return detail::build_air_kernel(lib, k);
   if (!lib.lazy || lib.lazy->ready[k].load(std::memory_order_acquire)) return;
   detail::LibraryImpl::Lazy& z = *lib.lazy;
   std::call_once(z.built[k], [&] {
@@ -489,6 +492,10 @@ void built(detail::LibraryImpl& lib, std::size_t k) {
 // Every kernel of lib not built yet, built in parts over the machine's
 // cores (as compile_library builds) and loaded.
 void build_all(detail::LibraryImpl& lib) {
+  if (lib.air) {
+    for (std::size_t k = 0; k < lib.kernels.size(); ++k) detail::build_air_kernel(lib, k);
+    return;
+  }
   if (!lib.lazy) return;
   detail::LibraryImpl::Lazy& z = *lib.lazy;
   auto unbuilt = [&](std::size_t k) { return !z.ready[k].load(std::memory_order_acquire); };
@@ -832,6 +839,10 @@ std::vector<std::uint8_t> compile_library(const std::string& source, const Compi
 Library load_metallib(const std::vector<std::uint8_t>& bytes, std::optional<Device> device,
                       const std::string& signatures, bool rebuild) {
   Device d = runtime::resolve(device);
+  if (air::is_metallib(bytes.data(), bytes.size())) {
+    if (rebuild) throw ValueError("rebuild=True: an Apple .metallib carries no source to build from");
+    return Library(detail::load_air_library(d, bytes));
+  }
   if (cuda::is_gpu_image(bytes.data(), bytes.size())) {
     if (rebuild)
       throw ValueError("rebuild=True: a raw CUDA module (cubin, PTX or fatbin) carries no source to build from");
@@ -892,7 +903,7 @@ Kernel Library::kernel(const std::string& name) const {
 
 Kernel Library::specialize(const std::string& name,
                            const std::vector<std::pair<std::string, std::string>>& constants) const {
-  if (!impl_->launch_record || impl_->source.empty())
+  if (!impl_->launch_record || (impl_->source.empty() && !impl_->air))
     throw NotSupportedError("function constants specialize Metal kernels; this library was built from CUDA C++ or "
                             "loaded from a GPU module");
   kernel(name);  // an unknown name fails here, before any build
@@ -901,6 +912,14 @@ Kernel Library::specialize(const std::string& name,
   std::lock_guard<std::mutex> g(impl_->specializations_mu);  // one build per set, however many callers
   for (const auto& [k, lib] : impl_->specializations)
     if (k == key) return Library(lib).kernel(name);
+  if (impl_->air) {  // an Apple .metallib's kernel: built from its AIR with the values
+    std::size_t index = 0;
+    while (impl_->kernels[index].name != name) ++index;
+    auto lib = detail::specialize_air(*impl_, index, constants);
+    Kernel k = Library(lib).kernel(name);
+    impl_->specializations.emplace_back(std::move(key), std::move(lib));
+    return k;
+  }
   shader::TranslationUnit tu;
   tu.text = impl_->source + shader::constant_pragmas(constants);
   auto lib = build_unit(impl_->device, tu, impl_->validate, name);
@@ -918,6 +937,7 @@ void Library::warmup() const { build_all(*impl_); }
 
 void Kernel::warmup() const { built(*lib_, static_cast<std::size_t>(index_)); }
 bool Kernel::is_built() const {
+  if (lib_->air) return detail::air_kernel_built(*lib_, static_cast<std::size_t>(index_));
   return !lib_->lazy || lib_->lazy->ready[static_cast<std::size_t>(index_)].load(std::memory_order_acquire);
 }
 const std::string& Kernel::name() const { return lib_->kernels[index_].name; }  // never changes

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "air/air_module.hpp"
 #include "bronze/device.hpp"
 #include "runtime/shader_module.hpp"
 #include "shader/parser.hpp"
@@ -23,6 +24,12 @@ struct ShaderBackend {
   // What builds its code (the compiler and its version): part of the key
   // of anything derived from what it built.
   std::string (*compiler_identity)();
+  // An Apple .metallib function lowered from its AIR to what build() takes,
+  // its function constants given these values (name, value as text).
+  runtime::ModuleSource (*lower_air)(const air::Function&, const air::AirFunction&,
+                                     const std::vector<std::pair<std::string, std::string>>& constants);
+  // Why lower_air would refuse it, or "".
+  std::string (*air_unsupported)(const air::AirFunction&);
 };
 const ShaderBackend& shader_backend(DeviceType type);
 

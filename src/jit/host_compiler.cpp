@@ -568,6 +568,8 @@ std::string compile_in(const HostCompiler& cc, const std::string& work, const st
   argv.push_back("-I" + work);
   if (output != "-") argv.insert(argv.end(), {"-o", work + "/" + output});
   argv.push_back(work + "/kernel.cpp");
+  for (const auto& [name, text] : headers)  // objects given beside the code are linked with it
+    if (name.size() > 2 && name.compare(name.size() - 2, 2, ".o") == 0) argv.push_back(work + "/" + name);
   std::string messages;
   const auto start = std::chrono::steady_clock::now();
   int rc = run(argv, messages);

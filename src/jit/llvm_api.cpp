@@ -119,6 +119,21 @@ Module::Module(Context& ctx, const std::uint8_t* bitcode, std::size_t size, cons
   }
 }
 
+Module::Module(Context& ctx, const std::string& ir, const std::string& what) : api_(require(what)) {
+  LLVMMemoryBufferRef buf = api_.LLVMCreateMemoryBufferWithMemoryRangeCopy(ir.data(), ir.size(), what.c_str());
+  char* message = nullptr;
+  if (api_.LLVMParseIRInContext(ctx.get(), buf, &m_, &message) != 0) {  // the buffer is consumed either way
+    m_ = nullptr;
+    throw Error(what + ": LLVM refused bronze's IR (" + take_message(api_, message) + ")");
+  }
+}
+
+std::string take_message(const Api& a, char* m) {
+  std::string s = m ? m : "";
+  if (m) a.LLVMDisposeMessage(m);
+  return s;
+}
+
 Module::~Module() {
   if (m_) api_.LLVMDisposeModule(m_);
 }

@@ -21,8 +21,14 @@ using LLVMUseRef = struct LLVMOpaqueUse*;
 using LLVMMemoryBufferRef = struct LLVMOpaqueMemoryBuffer*;
 using LLVMDiagnosticInfoRef = struct LLVMOpaqueDiagnosticInfo*;
 using LLVMTargetDataRef = struct LLVMOpaqueTargetData*;
+using LLVMTargetRef = struct LLVMTarget*;
+using LLVMTargetMachineRef = struct LLVMOpaqueTargetMachine*;
+using LLVMPassBuilderOptionsRef = struct LLVMOpaquePassBuilderOptions*;
+using LLVMErrorRef = struct LLVMOpaqueError*;
 using LLVMDiagnosticHandler = void (*)(LLVMDiagnosticInfoRef, void*);
 constexpr int kDiagnosticError = 0;  // LLVMDSError
+constexpr int kCodeGenLevelAggressive = 3, kRelocPIC = 2, kCodeModelDefault = 0, kObjectFile = 1;
+constexpr int kLocalDynamicTLS = 2, kInternalLinkage = 8, kReturnStatusAction = 2;
 
 // X(return type, name, parameter list)
 #define BRONZE_LLVM_API(X)                                                                                 \
@@ -58,7 +64,53 @@ constexpr int kDiagnosticError = 0;  // LLVMDSError
   X(LLVMTypeRef, LLVMGlobalGetValueType, (LLVMValueRef))                                                   \
   X(unsigned, LLVMGetPointerAddressSpace, (LLVMTypeRef))                                                   \
   X(LLVMTargetDataRef, LLVMGetModuleDataLayout, (LLVMModuleRef))                                           \
-  X(unsigned long long, LLVMABISizeOfType, (LLVMTargetDataRef, LLVMTypeRef))
+  X(unsigned long long, LLVMABISizeOfType, (LLVMTargetDataRef, LLVMTypeRef))                              \
+  /* Retargeting a module and building it: lowering AIR for a backend. */                                 \
+  X(LLVMValueRef, LLVMGetNamedFunction, (LLVMModuleRef, const char*))                                      \
+  X(void, LLVMSetValueName2, (LLVMValueRef, const char*, std::size_t))                                     \
+  X(unsigned, LLVMCountParamTypes, (LLVMTypeRef))                                                          \
+  X(LLVMTypeRef, LLVMGetReturnType, (LLVMTypeRef))                                                         \
+  X(void, LLVMGetParamTypes, (LLVMTypeRef, LLVMTypeRef*))                                                  \
+  X(char*, LLVMPrintTypeToString, (LLVMTypeRef))                                                           \
+  X(void, LLVMSetLinkage, (LLVMValueRef, int))                                                             \
+  X(void, LLVMSetThreadLocal, (LLVMValueRef, LLVMBool))                                                    \
+  X(LLVMValueRef, LLVMGetNamedGlobal, (LLVMModuleRef, const char*))                                        \
+  X(void, LLVMSetInitializer, (LLVMValueRef, LLVMValueRef))                                                \
+  X(void, LLVMSetExternallyInitialized, (LLVMValueRef, LLVMBool))                                          \
+  X(void, LLVMSetGlobalConstant, (LLVMValueRef, LLVMBool))                                                 \
+  X(LLVMValueRef, LLVMConstInt, (LLVMTypeRef, unsigned long long, LLVMBool))                               \
+  X(LLVMValueRef, LLVMConstReal, (LLVMTypeRef, double))                                                    \
+  X(void, LLVMSetThreadLocalMode, (LLVMValueRef, int))                                                     \
+  X(void, LLVMSetTarget, (LLVMModuleRef, const char*))                                                     \
+  X(void, LLVMSetDataLayout, (LLVMModuleRef, const char*))                                                 \
+  X(LLVMMemoryBufferRef, LLVMCreateMemoryBufferWithMemoryRangeCopy, (const char*, std::size_t, const char*)) \
+  X(LLVMBool, LLVMParseIRInContext, (LLVMContextRef, LLVMMemoryBufferRef, LLVMModuleRef*, char**))         \
+  X(LLVMBool, LLVMLinkModules2, (LLVMModuleRef, LLVMModuleRef))                                            \
+  X(LLVMBool, LLVMVerifyModule, (LLVMModuleRef, int, char**))                                              \
+  X(char*, LLVMGetDefaultTargetTriple, ())                                                                 \
+  X(char*, LLVMGetHostCPUName, ())                                                                         \
+  X(char*, LLVMGetHostCPUFeatures, ())                                                                     \
+  X(void, LLVMInitializeX86TargetInfo, ())                                                                 \
+  X(void, LLVMInitializeX86Target, ())                                                                     \
+  X(void, LLVMInitializeX86TargetMC, ())                                                                   \
+  X(void, LLVMInitializeX86AsmPrinter, ())                                                                 \
+  X(LLVMBool, LLVMGetTargetFromTriple, (const char*, LLVMTargetRef*, char**))                              \
+  X(LLVMTargetMachineRef, LLVMCreateTargetMachine, (LLVMTargetRef, const char*, const char*, const char*,  \
+                                                    int, int, int))                                        \
+  X(void, LLVMDisposeTargetMachine, (LLVMTargetMachineRef))                                                \
+  X(LLVMTargetDataRef, LLVMCreateTargetDataLayout, (LLVMTargetMachineRef))                                 \
+  X(char*, LLVMCopyStringRepOfTargetData, (LLVMTargetDataRef))                                             \
+  X(void, LLVMDisposeTargetData, (LLVMTargetDataRef))                                                      \
+  X(LLVMPassBuilderOptionsRef, LLVMCreatePassBuilderOptions, ())                                           \
+  X(void, LLVMDisposePassBuilderOptions, (LLVMPassBuilderOptionsRef))                                      \
+  X(LLVMErrorRef, LLVMRunPasses, (LLVMModuleRef, const char*, LLVMTargetMachineRef,                        \
+                                  LLVMPassBuilderOptionsRef))                                              \
+  X(char*, LLVMGetErrorMessage, (LLVMErrorRef))                                                            \
+  X(void, LLVMDisposeErrorMessage, (char*))                                                                \
+  X(LLVMBool, LLVMTargetMachineEmitToMemoryBuffer, (LLVMTargetMachineRef, LLVMModuleRef, int, char**,      \
+                                                    LLVMMemoryBufferRef*))                                 \
+  X(const char*, LLVMGetBufferStart, (LLVMMemoryBufferRef))                                                \
+  X(std::size_t, LLVMGetBufferSize, (LLVMMemoryBufferRef))
 
 struct Api {
 #define BRONZE_LLVM_MEMBER(ret, name, params) ret(*name) params = nullptr;
@@ -97,6 +149,14 @@ class Module {
  public:
   // Throws ValueError "<what>: <LLVM's message>" when LLVM rejects the bitcode.
   Module(Context& ctx, const std::uint8_t* bitcode, std::size_t size, const std::string& what);
+  // From IR text bronze wrote (an Error with LLVM's message if it refuses it).
+  Module(Context& ctx, const std::string& ir, const std::string& what);
+  // Gives the module up (to LLVMLinkModules2, which consumes it).
+  LLVMModuleRef release() {
+    LLVMModuleRef m = m_;
+    m_ = nullptr;
+    return m;
+  }
   ~Module();
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
@@ -106,5 +166,8 @@ class Module {
   const Api& api_;
   LLVMModuleRef m_ = nullptr;
 };
+
+// A string LLVM allocated (LLVMDisposeMessage'd), as std::string.
+std::string take_message(const Api& a, char* m);
 
 }  // namespace bronze::jit::llvm

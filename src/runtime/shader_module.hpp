@@ -49,6 +49,9 @@ struct ModuleSource {
   // CPU: called with the compiler's stack-usage report before the object is
   // cached; what it throws leaves nothing cached.
   std::function<void(const std::string&)> check_stack;
+  // CPU: object files (name ending ".o", bytes) linked with the code (an
+  // Apple .metallib kernel LLVM built, backends/cpu/air).
+  std::vector<std::pair<std::string, std::string>> objects;
 };
 
 // A built module: a shared object's path (CPU: built here or found in the
@@ -85,6 +88,12 @@ struct ModuleKernel {
   std::vector<std::uint64_t> table;      // out: the table's words
   std::vector<std::size_t> param_sizes;  // out: each parameter's bytes, where the driver tells
 };
+
+// The module of an Apple .metallib kernel (one kernel, lowered from its
+// AIR by a backend's ShaderBackend::lower_air): its entry's and threadgroup
+// bytes' symbols.
+inline constexpr const char* kAirEntrySymbol = "bronze_air_entry";
+inline constexpr const char* kAirTgmemSymbol = "bronze_air_tgmem";
 
 // Checks a module's kernels, their tables and threadgroup bytes filled,
 // before any of the module's code can run (CPU: read from the object's file,

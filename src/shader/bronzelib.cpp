@@ -66,10 +66,6 @@ std::vector<std::uint8_t> encode_library(const LibraryFile& f) {
 }
 
 LibraryFile decode_library(const std::uint8_t* data, std::size_t size) {
-  if (size >= 4 && std::memcmp(data, "MTLB", 4) == 0)
-    throw ValueError("this is an Apple .metallib (Metal's GPU binary): bronze reads what it holds "
-                     "(`bronze metallib-info FILE`) but does not run it yet; compile the Metal source with "
-                     "`bronze compile FILE.metal -o FILE.bronzelib` instead");
   if (size < 4 || std::memcmp(data, kMagic, 4) != 0)
     throw ValueError("not a bronze library: the data does not start with \"BRZL\"");
   Reader r{data, size};

@@ -297,7 +297,7 @@ CASES = [
     ("lib.k(stream=)", "not a Stream", lambda: _lib().full(bronze.ones(4), 1.0, stream=0), TypeError, "must be a bronze.Stream, got int"),
     ("lib.k(**kwargs)", "unknown keyword", lambda: _lib().full(bronze.ones(4), 1.0, thread=4), TypeError, "unexpected keyword"),
     ("load_metallib(x)", "an int", lambda: bronze.load_metallib(3), TypeError, "bytes, bytearray, str or os.PathLike"),
-    ("load_metallib(x)", "Apple .metallib bytes", lambda: bronze.load_metallib(b"MTLB" + bytes(28)), ValueError, "Apple .metallib"),
+    ("load_metallib(x)", "a truncated Apple .metallib", lambda: bronze.load_metallib(b"MTLB" + bytes(28)), ValueError, "not a valid .metallib: the function list's size at byte 32 runs past the end"),
     ("load_metallib(x)", "other bytes", lambda: bronze.load_metallib(b"\x00garbage"), ValueError, "not a bronze library"),
     ("load_metallib(x)", "a cubin on the CPU device", lambda: bronze.load_metallib(b"\x7fELF" + bytes(60), device="cpu"), bronze.NotSupportedError, "loads on a CUDA device"),
     ("load_metallib(x)", "another library's object (refused before it is loaded)", _foreign_object, ValueError, "does not match its source"),

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import bronze
@@ -103,8 +104,11 @@ def test_metallib_info_reports_the_library_and_its_intrinsics(library, tmp_path)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[0].startswith(f"{path}: Metal library 2.7 for macOS 14.0, 2 functions (2 kernels), AIR 2.6, Metal 3.1")
-    assert lines[1] == "2 air.* intrinsics, by the number of functions calling each:"
-    assert lines[2:] == ["        1  air.simd_sum.f32", "        1  air.wg.barrier"]
+    assert lines[1:] == ["CPU: 2 of 2 kernels have all they need to run",
+                         "CUDA: 0 of 2 kernels have all they need to run",
+                         "        2  Apple .metallib kernels run on the CPU so far, not on CUDA",
+                         "2 air.* intrinsics, by the number of functions calling each:",
+                         "        1  air.simd_sum.f32", "        1  air.wg.barrier"]
     out = tmp_path / "info.json"
     r = run_cli("metallib-info", str(path), "--kernel", "row_sum_float", "--json", str(out))
     assert r.returncode == 0, r.stderr
@@ -112,6 +116,7 @@ def test_metallib_info_reports_the_library_and_its_intrinsics(library, tmp_path)
             "device const float* bias [[buffer(2)]] (if has_bias), uint lid [[thread_position_in_threadgroup]]") in r.stdout
     assert "  constant bool has_bias [[function_constant(7)]]" in r.stdout
     assert "128 bytes of threadgroup variables" in r.stdout
+    assert "  CPU: has all it needs" in r.stdout
     assert [f["name"] for f in json.loads(out.read_text())["functions"]] == ["row_sum_float"]
 
 
@@ -143,6 +148,128 @@ def test_bronze_info_names_the_llvm_it_loads():
     assert "  LLVM (Apple .metallib files): LLVM " in r.stdout
 
 
-def test_load_metallib_says_it_reads_but_does_not_yet_run_apple_files(library):
-    with pytest.raises(ValueError, match="bronze metallib-info FILE"):
-        bronze.load_metallib(library)
+def test_an_apple_kernel_runs_on_the_cpu(library, tmp_path):
+    lib = bronze.load_metallib(library)
+    assert lib.kernel_names == ["axpby_float", "row_sum_float"] and "axpby_float" in dir(lib)
+    x = np.arange(1000, dtype=np.float32)
+    y = bronze.ones(1000)
+    lib.axpby_float(x, y, np.array([2.0, 3.0], np.float32).tobytes(), threads=1000)
+    np.testing.assert_array_equal(y.numpy(), 2 * x + 3)
+    # The same from a path, its reflection as compiled libraries give it.
+    path = tmp_path / "k.metallib"
+    path.write_bytes(library)
+    k = bronze.load_metallib(str(path)).axpby_float
+    assert [(p["name"], p["type"]) for p in k.params] == [("x", "float"), ("y", "float"), ("ab", "float2"),
+                                                           ("i", "uint")]
+
+
+@pytest.mark.parametrize("has_bias", [False, True])
+def test_a_cooperative_kernel_specialized_by_its_function_constant(library, has_bias):
+    # Barriers, simd_sum and a threadgroup array over 4 groups of 1024
+    # threads; the bias buffer is an argument only while has_bias is true.
+    k = bronze.load_metallib(library).specialize("row_sum_float", {"has_bias": has_bias})
+    x = np.random.default_rng(0).random((4, 1024), dtype=np.float32)
+    out = bronze.zeros(4)
+    args = (x, out, bronze.zeros(4)) if has_bias else (x, out)
+    k(*args, threads=4 * 1024, group_size=1024)
+    np.testing.assert_allclose(out.numpy(), x[:, :32].sum(1), rtol=1e-5)
+    with pytest.raises(TypeError, match=f"takes {len(args)} arguments"):
+        k(x, threads=4 * 1024, group_size=1024)
+
+
+def test_a_required_function_constant_without_a_value_is_refused(library):
+    lib = bronze.load_metallib(library)
+    with pytest.raises(ValueError, match=r"function constant 'has_bias' \(bool \[\[function_constant\(7\)\]\]\) "
+                                         r"of kernel 'row_sum_float' needs a value"):
+        lib.row_sum_float(np.zeros(1024, np.float32), bronze.zeros(1), bronze.zeros(1), threads=1024)
+    with pytest.raises(ValueError, match="'2' is not a bool"):
+        lib.specialize("row_sum_float", {"has_bias": 2}).warmup()
+    x = bronze.ones(2)  # the library still serves
+    lib.axpby_float(np.ones(2, np.float32), x, np.array([1.0, 1.0], np.float32).tobytes(), threads=2)
+    assert x.numpy().tolist() == [2.0, 2.0]
+
+
+UNKNOWN_INTRINSIC = air.AXPBY.replace("%r = fadd float %ax, %by", "%r = call float @air.gamma.f32(float %ax)").replace(
+    "define void @axpby_float", "declare float @air.gamma.f32(float)\n\ndefine void @axpby_float")
+
+
+def test_an_intrinsic_the_cpu_runtime_lacks_is_named_at_the_first_call(library):
+    lib = bronze.load_metallib(air.pack([("axpby_float", air.assemble(UNKNOWN_INTRINSIC))]))
+    info = _metallib.read_info(air.pack([("axpby_float", air.assemble(UNKNOWN_INTRINSIC))]))
+    assert info["functions"][0]["cpu"] == "air.gamma.f32: does not implement yet"
+    with pytest.raises(bronze.NotSupportedError, match="kernel 'axpby_float' calls air.gamma.f32, which bronze's CPU "
+                                                       "runtime does not implement yet"):
+        lib.axpby_float(np.ones(2, np.float32), bronze.ones(2), bytes(8), threads=2)
+    assert _metallib.read_info(library)["functions"][1]["cpu"] is True
+
+
+def test_load_metallib_refuses_rebuild_and_cuda_for_apple_files(library):
+    with pytest.raises(ValueError, match="carries no source"):
+        bronze.load_metallib(library, rebuild=True)
+
+
+def _mlx_metallib():
+    """Apple's compiled MLX kernels: $BRONZE_MLX_METALLIB, else where
+    scripts/fetch-mlx-metallib caches it."""
+    path = os.environ.get("BRONZE_MLX_METALLIB") or os.path.join(
+        os.environ.get("BRONZE_CORPUS_CACHE") or os.path.join(
+            os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "bronze-corpus"),
+        "mlx-metal-0.32.4", "mlx.metallib")
+    return path if os.path.isfile(path) else None
+
+
+needs_mlx = pytest.mark.skipif(_mlx_metallib() is None, reason="no mlx.metallib (scripts/fetch-mlx-metallib)")
+
+
+@pytest.fixture(scope="module")
+def mlx():
+    return bronze.load_metallib(_mlx_metallib())
+
+
+@needs_mlx
+def test_mlx_metallib_loads_every_kernel_by_name(mlx):
+    names = mlx.kernel_names
+    assert len(names) == 17248 and len(set(names)) == len(names)
+    assert {"vv_Addfloat32", "rmsfloat32", "block_softmax_float32"} <= set(names)
+
+
+@needs_mlx
+def test_mlx_elementwise_kernels_from_apples_binary_match_numpy(mlx):
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal(1000).astype(np.float32), rng.standard_normal(1000).astype(np.float32)
+    out = bronze.zeros(1000)
+    mlx.vv_Addfloat32(a, b, out, np.uint32(1000), threads=1000)
+    np.testing.assert_array_equal(out.numpy(), a + b)
+    mlx.v_Expfloat32float32(a, out, np.uint32(1000), threads=1000)
+    np.testing.assert_allclose(out.numpy(), np.exp(a), rtol=2e-7)
+    mlx.v_Sigmoidfloat32float32(a, out, np.uint32(1000), threads=1000)
+    np.testing.assert_allclose(out.numpy(), 1 / (1 + np.exp(-a)), rtol=1e-6, atol=1e-7)
+    half = bronze.zeros(1000, dtype=bronze.float16)
+    mlx.v_Expfloat16float16(a.astype(np.float16), half, np.uint32(1000), threads=1000)
+    np.testing.assert_allclose(half.numpy().astype(np.float32), np.exp(a.astype(np.float16).astype(np.float32)),
+                               rtol=1e-3)
+
+
+@needs_mlx
+def test_mlx_row_kernels_from_apples_binary_match_numpy(mlx):
+    # As MLX dispatches them: a threadgroup per row, N_READS = 4 per thread.
+    rng = np.random.default_rng(2)
+    rows, n = 8, 4096
+    x = rng.standard_normal((rows, n)).astype(np.float32)
+    w = rng.standard_normal(n).astype(np.float32)
+    out = bronze.zeros(rows, n)
+    mlx.rmsfloat32(x, w, out, np.float32(1e-5), np.uint32(n), np.uint32(1), threads=rows * 1024, group_size=1024)
+    ref = x / np.sqrt((x * x).mean(1, keepdims=True) + 1e-5) * w
+    np.testing.assert_allclose(out.numpy(), ref, rtol=1e-5, atol=1e-5)
+    mlx.block_softmax_float32(x, out, np.int32(n), threads=rows * 1024, group_size=1024)
+    e = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(out.numpy(), e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-8)
+
+
+@needs_mlx
+def test_mlx_metallib_coverage_is_reported_per_backend(tmp_path):
+    r = run_cli("metallib-info", _mlx_metallib())
+    assert r.returncode == 0, r.stderr
+    cpu = next(line for line in r.stdout.splitlines() if line.startswith("CPU: "))
+    ok = int(cpu.split()[1])
+    assert 12000 <= ok <= 17248, cpu  # 12,463 when this was written; more as the runtime grows

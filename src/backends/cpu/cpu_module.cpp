@@ -26,6 +26,7 @@ constexpr int kMaxThreadsPerGroup = 1024;  // Metal's limit; fibers have no othe
 runtime::ModuleObject build_module(const runtime::ModuleSource& src) {
   auto headers = src.headers;
   headers.emplace_back("bronze_metal_cpu.h", embedded::bronze_metal_cpu_h);
+  headers.insert(headers.end(), src.objects.begin(), src.objects.end());  // beside the code, linked with it
   const jit::HostCompiler& cc = jit::HostCompiler::get();
   // The same meaning on GCC and Clang: each option below is spelled alike
   // by both; those that are not come from what the compiler is (found by
