@@ -196,3 +196,29 @@ done:
 !10 = !{i32 6, !"air.threadgroup_position_in_grid", !"air.arg_type_name", !"uint3", !"air.arg_name", !"gid"}
 !20 = !{ptr addrspace(2) @has_bias.MTL_FC_INIT_7_b, !"bool", !"has_bias", i32 7, i1 true}
 """
+
+# AIR's conversions from float to integers, as MLX's casts call them.
+TO_INT = AXPBY.split("define void")[0] + r"""
+declare i32 @air.convert.s.i32.f.f32(float)
+declare i32 @air.convert.u.i32.f.f32(float)
+define void @to_int(ptr addrspace(1) %x, ptr addrspace(1) %s, ptr addrspace(1) %u, i32 %i) {
+  %idx = zext i32 %i to i64
+  %px = getelementptr inbounds float, ptr addrspace(1) %x, i64 %idx
+  %v = load float, ptr addrspace(1) %px, align 4
+  %a = call i32 @air.convert.s.i32.f.f32(float %v)
+  %b = call i32 @air.convert.u.i32.f.f32(float %v)
+  %ps = getelementptr inbounds i32, ptr addrspace(1) %s, i64 %idx
+  store i32 %a, ptr addrspace(1) %ps, align 4
+  %pu = getelementptr inbounds i32, ptr addrspace(1) %u, i64 %idx
+  store i32 %b, ptr addrspace(1) %pu, align 4
+  ret void
+}
+!air.kernel = !{!0}
+!0 = !{ptr @to_int, !1, !2}
+!1 = !{}
+!2 = !{!3, !4, !5, !6}
+!3 = !{i32 0, !"air.buffer", !"air.location_index", i32 0, i32 1, !"air.read", !"air.address_space", i32 1, !"air.arg_type_size", i32 4, !"air.arg_type_align_size", i32 4, !"air.arg_type_name", !"float", !"air.arg_name", !"x"}
+!4 = !{i32 1, !"air.buffer", !"air.location_index", i32 1, i32 1, !"air.read_write", !"air.address_space", i32 1, !"air.arg_type_size", i32 4, !"air.arg_type_align_size", i32 4, !"air.arg_type_name", !"int", !"air.arg_name", !"s"}
+!5 = !{i32 2, !"air.buffer", !"air.location_index", i32 2, i32 1, !"air.read_write", !"air.address_space", i32 1, !"air.arg_type_size", i32 4, !"air.arg_type_align_size", i32 4, !"air.arg_type_name", !"uint", !"air.arg_name", !"u"}
+!6 = !{i32 3, !"air.thread_position_in_grid", !"air.arg_type_name", !"uint", !"air.arg_name", !"i"}
+"""

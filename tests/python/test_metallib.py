@@ -177,6 +177,15 @@ def test_a_cooperative_kernel_specialized_by_its_function_constant(library, has_
         k(x, threads=4 * 1024, group_size=1024)
 
 
+def test_float_to_integer_conversions_saturate_as_apple_gpus_convert():
+    lib = bronze.load_metallib(air.pack([("to_int", air.assemble(air.TO_INT))]))
+    x = np.array([1.7, -1.7, 3e9, -3e9, np.nan, np.inf, -np.inf, 42.0], np.float32)
+    s, u = bronze.zeros(8, dtype=bronze.int32), bronze.zeros(8, dtype=bronze.uint32)
+    lib.to_int(x, s, u, threads=8)
+    assert s.numpy().tolist() == [1, -1, 2**31 - 1, -2**31, 0, 2**31 - 1, -2**31, 42]
+    assert u.numpy().tolist() == [1, 0, 3000000000, 0, 0, 2**32 - 1, 0, 42]
+
+
 def test_a_required_function_constant_without_a_value_is_refused(library):
     lib = bronze.load_metallib(library)
     with pytest.raises(ValueError, match=r"function constant 'has_bias' \(bool \[\[function_constant\(7\)\]\]\) "
