@@ -129,10 +129,12 @@ void build_air_kernel(LibraryImpl& lib, std::size_t k) {
       std::lock_guard<std::mutex> g(lib.modules_mu);
       lib.modules.push_back(std::move(module));
     }
-    r.kernel.name = f.name;
     drop_guarded(r, src.constants);
     lib.entry_order[k] = entry_order(r.kernel);
-    lib.kernels[k] = std::move(r.kernel);
+    KernelInfo& info = lib.kernels[k];  // its name, read by any thread, stays as it is
+    info.params = std::move(r.kernel.params);
+    info.bound = std::move(r.kernel.bound);
+    info.cooperative = r.kernel.cooperative;
     lib.entries[k] = mk[0].entry;
     lib.static_tg_bytes[k] = r.threadgroup_bytes;
     lib.max_threads[k] = mk[0].max_threads;

@@ -156,7 +156,6 @@ std::shared_ptr<detail::LibraryImpl> new_library(const Device& d, std::string so
   return lib;
 }
 
-
 // A kernel of a CUDA C++ library or a GPU module, as its declaration reflects it.
 void add_kernel(detail::LibraryImpl& lib, KernelInfo info, const runtime::ModuleKernel& m) {
   lib.entry_order.push_back(detail::entry_order(info));
