@@ -44,7 +44,7 @@ Read reflect_all(const air::Metallib& lib, const std::vector<std::size_t>& which
     for (std::size_t i = w; i < which.size(); i += workers) {
       try {
         r.functions[i] = air::reflect(ctx, lib.functions[which[i]]);
-      } catch (const Error& e) {
+      } catch (const std::exception& e) {  // never out of a thread (std::terminate)
         r.errors[i] = e.what();
       }
     }
