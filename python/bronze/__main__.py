@@ -359,8 +359,11 @@ def _metallib_info(args):
     if missing:
         raise _Refused(f"{args.file} has no function {', '.join(missing)}")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(info, f, indent=1)
+        try:
+            with open(args.json, "w") as f:
+                json.dump(info, f, indent=1)
+        except OSError as e:
+            raise _Refused(f"cannot write {args.json}: {e.strerror}") from None
     print("\n".join(_metallib.report(info, args.file, detail=bool(args.kernel))))
     return 1 if any("error" in f for f in info["functions"]) else 0
 

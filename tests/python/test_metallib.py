@@ -130,6 +130,9 @@ def test_metallib_info_refuses_what_it_cannot_read(library, tmp_path):
     assert r.returncode == 2 and "not a .metallib" in r.stderr
     r = run_cli("metallib-info", str(tmp_path / "absent.metallib"))
     assert r.returncode == 2 and "no such file" in r.stderr
+    path.write_bytes(library)
+    r = run_cli("metallib-info", str(path), "--json", str(tmp_path / "no" / "such" / "dir.json"))
+    assert r.returncode == 2 and "cannot write" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_without_llvm_the_error_says_what_to_install(library):
