@@ -172,11 +172,9 @@ AirFunction reflect(jit::llvm::Context& ctx, const Function& f) {
     AirFunction::Intrinsic in;
     for (auto u = a.LLVMGetFirstUse(fn); u; u = a.LLVMGetNextUse(u)) ++in.calls;
     k.cooperative = k.cooperative || collective(name);
-    const jit::llvm::LLVMTypeRef type = a.LLVMGlobalGetValueType(fn);
-    in.result = jit::llvm::take_message(a, a.LLVMPrintTypeToString(a.LLVMGetReturnType(type)));
-    std::vector<jit::llvm::LLVMTypeRef> params(a.LLVMCountParamTypes(type));
-    a.LLVMGetParamTypes(type, params.data());
-    for (auto p : params) in.params.push_back(jit::llvm::take_message(a, a.LLVMPrintTypeToString(p)));
+    jit::llvm::Signature sig = jit::llvm::signature(a, fn);
+    in.result = std::move(sig.result);
+    in.params = std::move(sig.params);
     in.name = std::move(name);
     out.intrinsics.push_back(std::move(in));
   }

@@ -134,6 +134,16 @@ std::string take_message(const Api& a, char* m) {
   return s;
 }
 
+Signature signature(const Api& a, LLVMValueRef function) {
+  const LLVMTypeRef type = a.LLVMGlobalGetValueType(function);
+  std::vector<LLVMTypeRef> params(a.LLVMCountParamTypes(type));
+  a.LLVMGetParamTypes(type, params.data());
+  Signature s;
+  s.result = take_message(a, a.LLVMPrintTypeToString(a.LLVMGetReturnType(type)));
+  for (LLVMTypeRef p : params) s.params.push_back(take_message(a, a.LLVMPrintTypeToString(p)));
+  return s;
+}
+
 Module::~Module() {
   if (m_) api_.LLVMDisposeModule(m_);
 }

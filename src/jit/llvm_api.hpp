@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace bronze::jit::llvm {
 
@@ -169,5 +170,13 @@ class Module {
 
 // A string LLVM allocated (LLVMDisposeMessage'd), as std::string.
 std::string take_message(const Api& a, char* m);
+
+// A function's type as LLVM prints it: its result's and each parameter's
+// ("float", "<3 x i32>", "ptr addrspace(1)").
+struct Signature {
+  std::string result;
+  std::vector<std::string> params;
+};
+Signature signature(const Api& a, LLVMValueRef function);
 
 }  // namespace bronze::jit::llvm

@@ -90,8 +90,6 @@ std::string c_type(const std::string& llvm, bool is_signed) {
   return "";
 }
 
-std::string printed(const Api& a, LLVMTypeRef t) { return take_message(a, a.LLVMPrintTypeToString(t)); }
-
 // The C++ runtime function (named `symbol`) an air.* intrinsic becomes;
 // empty with `why` set when the CPU runtime does not implement it yet.
 std::string runtime_function(const air::AirFunction::Intrinsic& in, const std::string& symbol, std::string& why) {
@@ -144,19 +142,19 @@ std::string symbol_of(const std::string& intrinsic) {
 
 // The thunk: bronze_air_thunk(buffers, positions, threadgroup buffers)
 // loads each of the kernel's arguments and calls it. Buffers come in
-// declaration order (the entry order dispatch arranges, as for source); a thread-position argument from 3 words per
-// attribute parameter (the entry fills them); threadgroup buffers by index.
+// declaration order (the entry order dispatch arranges, as for source); a
+// thread-position argument from 3 words per attribute parameter (the entry
+// fills them); threadgroup buffers by index.
 std::string thunk_ir(const Api& a, LLVMValueRef kernel, const std::string& name, const KernelInfo& k) {
-  LLVMTypeRef type = a.LLVMGlobalGetValueType(kernel);
-  std::vector<LLVMTypeRef> params(a.LLVMCountParamTypes(type));
-  a.LLVMGetParamTypes(type, params.data());
+  const std::vector<std::string> params = signature(a, kernel).params;
   if (params.size() != k.params.size())
     throw ValueError("kernel '" + name + "': its !air.kernel metadata lists " + std::to_string(k.params.size()) +
                      " arguments, its function takes " + std::to_string(params.size()));
   std::string body, call, decl;
   int attribute = 0, buffer = 0;
   for (std::size_t i = 0; i < params.size(); ++i) {
-    const std::string t = printed(a, params[i]), v = "%a" + std::to_string(i);
+    const std::string& t = params[i];
+    const std::string v = "%a" + std::to_string(i);
     const KernelParam& p = k.params[i];
     decl += (i ? ", " : "") + t;
     call += (i ? ", " : "") + t + " " + v;
