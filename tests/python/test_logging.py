@@ -13,6 +13,8 @@ import time
 
 import pytest
 
+from long_compile import LONG_COMPILE
+
 K = "kernel void k(device float* o, uint i [[thread_position_in_grid]]) { o[i] = 3; }"
 
 # Prints the `bronze` logger's records as JSON lines once `code` has run: a
@@ -169,11 +171,6 @@ def test_a_bad_level_is_an_error_naming_it(tmp_path):
 
 
 # A compile that computes for minutes (constexpr loops under GCC's limits).
-SPIN = ("constexpr long spin() { long s = 0; for (long i = 0; i < 100000; ++i)\n"
-        "  for (long j = 0; j < 100000; ++j) s += (i ^ j) & 1; return s; }\n"
-        "static_assert(spin() > 0, \"\");\n"
-        "kernel void k(device float* o) { o[0] = 1; }\n")
-
 CTRL_C = """
 import sys, bronze
 try:
@@ -205,7 +202,7 @@ def test_a_long_compile_shows_progress_on_a_terminal_and_ctrl_c_stops_it(tmp_pat
     # A time limit bounds the test should the line never come.
     env = dict(os.environ, BRONZE_CACHE_DIR=str(cache), BRONZE_COMPILE_TIMEOUT="300")
     env.pop("BRONZE_LOG", None)  # the line does not depend on the log
-    child = subprocess.Popen([sys.executable, "-c", CTRL_C, SPIN], env=env, stdout=subprocess.PIPE,
+    child = subprocess.Popen([sys.executable, "-c", CTRL_C, LONG_COMPILE], env=env, stdout=subprocess.PIPE,
                              stderr=terminal, text=True)
     os.close(terminal)
     try:
@@ -246,6 +243,6 @@ def test_no_progress_line_when_stderr_is_not_a_terminal(tmp_path):
     # The compiler is stopped at its 3 s time limit: past the line's 2 s.
     code = "import sys, bronze\nbronze.compile_shader(sys.argv[1], device='cpu', filename='spin.metal')\n"
     environ = dict(os.environ, BRONZE_CACHE_DIR=str(tmp_path / "cache"), BRONZE_COMPILE_TIMEOUT="3")
-    r = subprocess.run([sys.executable, "-c", code, SPIN], capture_output=True, text=True, timeout=300, env=environ)
+    r = subprocess.run([sys.executable, "-c", code, LONG_COMPILE], capture_output=True, text=True, timeout=300, env=environ)
     assert "ran past its time limit of 3 s" in r.stderr, r.stderr
     assert "bronze: compiling" not in r.stderr and "\x1b[K" not in r.stderr, r.stderr

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import bronze
+from long_compile import LONG_COMPILE
 
 OOB = """
 kernel void shift(device float* out, device const float* in, constant uint& k, uint i [[thread_position_in_grid]]) {
@@ -512,18 +513,14 @@ def _cmdline(pid):
 
 # A compile that computes for minutes (constexpr loops under GCC's limits of
 # iterations per loop and operations).
-SPIN = ("constexpr long spin() { long s = 0; for (long i = 0; i < 100000; ++i)\n"
-        "  for (long j = 0; j < 100000; ++j) s += (i ^ j) & 1; return s; }\n"
-        "static_assert(spin() > 0, \"\");\n"
-        "kernel void k(device float* o) { o[0] = 1; }\n")
-
 
 def _build_group(child):
-    """The process group of the child's kernel build (-shared), once it runs: the handshake."""
+    """The process group of the child's kernel build (-shared, of kernel.cpp: not a probe of the
+    compiler), once it runs: the handshake."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         group = next((pg for pid, ppid, pg in _processes() if ppid == child.pid and pg == pid and
-                      b"\0-shared\0" in _cmdline(pid)), None)
+                      b"\0-shared\0" in (cmd := _cmdline(pid)) and b"/kernel.cpp\0" in cmd), None)
         if group is not None:
             return group
         time.sleep(0.05)
@@ -537,7 +534,7 @@ def test_a_compile_ends_when_the_process_that_started_it_is_killed(tmp_path):
     # seconds, which they inherit.
     code = "import bronze, sys\nbronze.compile_shader(sys.argv[1], device='cpu')\n"
     env = dict(os.environ, BRONZE_COMPILE_TIMEOUT="3", BRONZE_CACHE_DIR=str(tmp_path / "cache"))
-    child = subprocess.Popen([sys.executable, "-c", code, SPIN], env=env)
+    child = subprocess.Popen([sys.executable, "-c", code, LONG_COMPILE], env=env)
     try:
         group = _build_group(child)
         # Every process of the compile carries the limit (the driver's and
@@ -575,7 +572,7 @@ def test_ctrl_c_stops_a_compile(tmp_path):
     # runs the signal's handler: its KeyboardInterrupt kills the compilers
     # and is raised, and bronze compiles on afterwards.
     env = dict(os.environ, BRONZE_CACHE_DIR=str(tmp_path / "cache"))
-    child = subprocess.Popen([sys.executable, "-c", CTRL_C_COMPILE, SPIN], env=env, stdout=subprocess.PIPE,
+    child = subprocess.Popen([sys.executable, "-c", CTRL_C_COMPILE, LONG_COMPILE], env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
     try:
         group = _build_group(child)

@@ -20,9 +20,12 @@ from bad_inputs import SEED, with_host_object
 
 
 def run_python(code, **env):
-    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300,
+    # A child stuck past 240 s prints every thread's stack and exits: the
+    # failure then says where it waited (stdout unbuffered, for how far it got).
+    code = "import faulthandler\nfaulthandler.dump_traceback_later(240, exit=True)\n" + textwrap.dedent(code)
+    r = subprocess.run([sys.executable, "-u", "-c", code], capture_output=True, text=True, timeout=300,
                        env={**os.environ, **env})
-    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.returncode == 0, r.stdout[-1000:] + r.stderr[-3000:]
     return r.stdout.split()
 
 
