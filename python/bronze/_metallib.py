@@ -16,7 +16,7 @@ def read_info(data: bytes, names: list[str] | None = None) -> dict[str, Any]:
 
 
 def _attribute(p: dict[str, Any]) -> str:
-    if p["kind"] == "buffer":
+    if p["kind"] in ("buffer", "scalar"):
         return f"[[buffer({p['index']})]]"
     if p["kind"] == "threadgroup":
         return f"[[threadgroup({p['index']})]]"
@@ -29,7 +29,7 @@ def signature(f: dict[str, Any]) -> str:
     """The kernel as Metal would declare it, from its reflection."""
     parts = []
     for p in f["params"]:
-        if p["kind"] == "buffer":
+        if p["kind"] in ("buffer", "scalar"):  # a scalar: constant T&
             space = "constant" if p.get("address_space") == 2 else "device"
             const = "const " if p["read_only"] and space == "device" else ""
             decl = f"{space} {const}{p['type']}{'&' if p['by_value'] else '*'} {p['name']}"

@@ -80,7 +80,7 @@ nb::dict function_dict(const air::Function& f, const air::AirFunction& a, const 
     if (p.kind == ParamKind::Attribute) q["attribute"] = p.attribute;
     if (p.index >= 0) q["index"] = p.index;
     if (p.binding >= 0) q["binding"] = p.binding;
-    if (p.kind == ParamKind::Buffer) {
+    if (p.kind == ParamKind::Buffer || p.kind == ParamKind::Scalar) {
       q["read_only"] = p.read_only;
       q["by_value"] = p.by_value;
     }

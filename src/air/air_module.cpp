@@ -122,12 +122,14 @@ AirFunction reflect(jit::llvm::Context& ctx, const Function& f) {
       p.name = arg.arg_name.empty() ? "arg" + std::to_string(arg.number) : arg.arg_name;
       p.type = arg.type_name;
       if (arg.role == "air.buffer") {
-        p.kind = ParamKind::Buffer;
+        // A reference (constant T&: AIR gives its buffer's size) takes a
+        // value, as the source path's does: a number, bytes or a tensor.
+        p.by_value = arg.has("air.buffer_size");
+        p.kind = p.by_value ? ParamKind::Scalar : ParamKind::Buffer;
         p.index = static_cast<int>(arg.get("air.location_index"));
         const long long space = arg.get("air.address_space");
         p.read_only = arg.has("air.read") || space == 2;
         p.size = static_cast<std::size_t>(std::max(0LL, arg.get("air.arg_type_size", 0, 0)));
-        p.by_value = arg.has("air.buffer_size");  // a reference (constant T&): its bytes can be given
         slots.emplace_back(p.index, static_cast<int>(k.params.size()));
       } else if (arg.role == "air.threadgroup") {
         p.kind = ParamKind::ThreadgroupBuffer;

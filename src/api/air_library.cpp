@@ -106,6 +106,30 @@ void drop_guarded(air::AirFunction& r, const std::vector<std::pair<std::string, 
   }
   k.bound = std::move(bound);
 }
+
+
+// The given function constants keyed by name: an index
+// ([[function_constant(n)]]) becomes its constant's name, as Metal's
+// MTLFunctionConstantValues takes either. A key naming no constant of the
+// kernel is refused (a misspelt name would otherwise leave its default).
+std::vector<std::pair<std::string, std::string>> constants_by_name(
+    const air::AirFunction& r, const std::vector<std::pair<std::string, std::string>>& given) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [key, value] : given) {
+    const air::FunctionConstant* c = nullptr;
+    for (const air::FunctionConstant& f : r.constants)
+      if (f.name == key || std::to_string(f.index) == key) c = &f;
+    if (!c) {
+      std::string known;
+      for (const air::FunctionConstant& f : r.constants)
+        known += (known.empty() ? "" : ", ") + f.name + " (" + std::to_string(f.index) + ")";
+      throw ValueError("kernel '" + r.kernel.name + "' has no function constant '" + key + "'" +
+                       (known.empty() ? std::string(" (it has none)") : " (it has " + known + ")"));
+    }
+    out.emplace_back(c->name, value);
+  }
+  return out;
+}
 }  // namespace
 
 void build_air_kernel(LibraryImpl& lib, std::size_t k) {
@@ -117,8 +141,9 @@ void build_air_kernel(LibraryImpl& lib, std::size_t k) {
     const jit::llvm::Api& api = jit::llvm::require("running an Apple .metallib");
     jit::llvm::Context ctx(api);
     air::AirFunction r = air::reflect(ctx, f);
+    const auto constants = constants_by_name(r, src.constants);
     const backends::ShaderBackend& backend = backends::shader_backend(lib.device.type);
-    runtime::ModuleObject object = backend.build(backend.lower_air(f, r, src.constants));
+    runtime::ModuleObject object = backend.build(backend.lower_air(f, r, constants));
     if (!object.ok)  // bronze's own code (the entry) did not compile: bronze's error, not the file's
       throw Error("kernel '" + f.name + "' from the .metallib: its entry did not build:\n" + object.diagnostics);
     std::vector<runtime::ModuleKernel> mk(1);
@@ -129,7 +154,7 @@ void build_air_kernel(LibraryImpl& lib, std::size_t k) {
       std::lock_guard<std::mutex> g(lib.modules_mu);
       lib.modules.push_back(std::move(module));
     }
-    drop_guarded(r, src.constants);
+    drop_guarded(r, constants);
     lib.entry_order[k] = entry_order(r.kernel);
     KernelInfo& info = lib.kernels[k];  // its name, read by any thread, stays as it is
     info.params = std::move(r.kernel.params);

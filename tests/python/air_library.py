@@ -222,3 +222,121 @@ define void @to_int(ptr addrspace(1) %x, ptr addrspace(1) %s, ptr addrspace(1) %
 !5 = !{i32 2, !"air.buffer", !"air.location_index", i32 2, i32 1, !"air.read_write", !"air.address_space", i32 1, !"air.arg_type_size", i32 4, !"air.arg_type_align_size", i32 4, !"air.arg_type_name", !"uint", !"air.arg_name", !"u"}
 !6 = !{i32 3, !"air.thread_position_in_grid", !"air.arg_type_name", !"uint", !"air.arg_name", !"i"}
 """
+
+# Simdgroup matrices as MLX's steel GEMM passes them: a <64 x float> whose
+# elements 0 and 1 are the lane's thread_elements() (Apple's layout), loaded
+# as <2 x float> and widened by shufflevector; D = A * B + C over 32 lanes.
+_WIDEN = ("<64 x i32> <i32 0, i32 1" + ", i32 poison" * 62 + ">")
+MATRIX = AXPBY.split("define void")[0] + r"""
+declare <64 x float> @air.simdgroup_matrix_8x8_multiply_accumulate.v64f32.v64f32.v64f32.v64f32(<64 x float>, <64 x float>, <64 x float>)
+define void @fragments_mma(ptr addrspace(1) %a, ptr addrspace(1) %b, ptr addrspace(1) %c, ptr addrspace(1) %d, i32 %lane) {
+  %at = mul i32 %lane, 2
+  %i = zext i32 %at to i64
+  %pa = getelementptr inbounds float, ptr addrspace(1) %a, i64 %i
+  %pb = getelementptr inbounds float, ptr addrspace(1) %b, i64 %i
+  %pc = getelementptr inbounds float, ptr addrspace(1) %c, i64 %i
+  %pd = getelementptr inbounds float, ptr addrspace(1) %d, i64 %i
+  %a2 = load <2 x float>, ptr addrspace(1) %pa, align 8
+  %b2 = load <2 x float>, ptr addrspace(1) %pb, align 8
+  %c2 = load <2 x float>, ptr addrspace(1) %pc, align 8
+  %av = shufflevector <2 x float> %a2, <2 x float> poison, WIDEN
+  %bv = shufflevector <2 x float> %b2, <2 x float> poison, WIDEN
+  %cv = shufflevector <2 x float> %c2, <2 x float> poison, WIDEN
+  %dv = call <64 x float> @air.simdgroup_matrix_8x8_multiply_accumulate.v64f32.v64f32.v64f32.v64f32(<64 x float> %av, <64 x float> %bv, <64 x float> %cv)
+  %d2 = shufflevector <64 x float> %dv, <64 x float> poison, <2 x i32> <i32 0, i32 1>
+  store <2 x float> %d2, ptr addrspace(1) %pd, align 8
+  ret void
+}
+!air.kernel = !{!0}
+!0 = !{ptr @fragments_mma, !1, !2}
+!1 = !{}
+!2 = !{!3, !4, !5, !6, !7}
+!3 = !{i32 0, !"air.buffer", !"air.location_index", i32 0, i32 1, !"air.read", !"air.address_space", i32 1, !"air.arg_type_size", i32 4, !"air.arg_type_align_size", i32 4, !"air.arg_type_name", !"float", !"air.arg_name", !"a"}
+!4 = !{i32 1, !"air.buffer", !"air.location_index", i32 1, i32 1, !"air.read", !"air.address_space", i32 1, !"air.arg_type_size", i32 4, !"air.arg_type_align_size", i32 4, !"air.arg_type_name", !"float", !"air.arg_name", !"b"}
+!5 = !{i32 2, !"air.buffer", !"air.location_index", i32 2, i32 1, !"air.read", !"air.address_space", i32 1, !"air.arg_type_size", i32 4, !"air.arg_type_align_size", i32 4, !"air.arg_type_name", !"float", !"air.arg_name", !"c"}
+!6 = !{i32 3, !"air.buffer", !"air.location_index", i32 3, i32 1, !"air.read_write", !"air.address_space", i32 1, !"air.arg_type_size", i32 4, !"air.arg_type_align_size", i32 4, !"air.arg_type_name", !"float", !"air.arg_name", !"d"}
+!7 = !{i32 4, !"air.thread_index_in_simdgroup", !"air.arg_type_name", !"uint", !"air.arg_name", !"lane"}
+""".replace("WIDEN", _WIDEN)
+
+# The same through Metal's simdgroup_load/store (llama.cpp and MLX's
+# gated-delta kernels): a float A at column 4 of rows of 12, a half B read
+# transposed from rows of 16 (a mixed multiply), C filled with 0.5.
+MATRIX_LOAD_STORE = AXPBY.split("define void")[0] + r"""
+declare <64 x float> @air.simdgroup_matrix_8x8_load.v64f32.p1f32(ptr addrspace(1), i64, <2 x i64>, i1)
+declare <64 x half> @air.simdgroup_matrix_8x8_load.v64f16.p1f16(ptr addrspace(1), i64, <2 x i64>, i1)
+declare <64 x float> @air.simdgroup_matrix_8x8_init_filled.v64f32.f32(float)
+declare <64 x float> @air.simdgroup_matrix_8x8_multiply_accumulate.v64f32.v64f32.v64f16.v64f32(<64 x float>, <64 x half>, <64 x float>)
+declare void @air.simdgroup_matrix_8x8_store.v64f32.p1f32(<64 x float>, ptr addrspace(1), i64, <2 x i64>, i1)
+define void @load_mma_store(ptr addrspace(1) %a, ptr addrspace(1) %b, ptr addrspace(1) %d) {
+  %av = call <64 x float> @air.simdgroup_matrix_8x8_load.v64f32.p1f32(ptr addrspace(1) %a, i64 12, <2 x i64> <i64 4, i64 0>, i1 false)
+  %bv = call <64 x half> @air.simdgroup_matrix_8x8_load.v64f16.p1f16(ptr addrspace(1) %b, i64 16, <2 x i64> zeroinitializer, i1 true)
+  %cv = call <64 x float> @air.simdgroup_matrix_8x8_init_filled.v64f32.f32(float 0.5)
+  %dv = call <64 x float> @air.simdgroup_matrix_8x8_multiply_accumulate.v64f32.v64f32.v64f16.v64f32(<64 x float> %av, <64 x half> %bv, <64 x float> %cv)
+  call void @air.simdgroup_matrix_8x8_store.v64f32.p1f32(<64 x float> %dv, ptr addrspace(1) %d, i64 8, <2 x i64> zeroinitializer, i1 false)
+  ret void
+}
+!air.kernel = !{!0}
+!0 = !{ptr @load_mma_store, !1, !2}
+!1 = !{}
+!2 = !{!3, !4, !5}
+!3 = !{i32 0, !"air.buffer", !"air.location_index", i32 0, i32 1, !"air.read", !"air.address_space", i32 1, !"air.arg_type_size", i32 4, !"air.arg_type_align_size", i32 4, !"air.arg_type_name", !"float", !"air.arg_name", !"a"}
+!4 = !{i32 1, !"air.buffer", !"air.location_index", i32 1, i32 1, !"air.read", !"air.address_space", i32 1, !"air.arg_type_size", i32 2, !"air.arg_type_align_size", i32 2, !"air.arg_type_name", !"half", !"air.arg_name", !"b"}
+!5 = !{i32 2, !"air.buffer", !"air.location_index", i32 2, i32 1, !"air.read_write", !"air.address_space", i32 1, !"air.arg_type_size", i32 4, !"air.arg_type_align_size", i32 4, !"air.arg_type_name", !"float", !"air.arg_name", !"d"}
+"""
+
+# Intrinsics over vectors, half and bfloat values, as MLX's scans, sorts
+# and reductions call them: a 64-bit value shuffled as <2 x i32>, a half
+# simd_sum, dot, a bfloat conversion, a float atomic add, AIR's uniformity
+# assertions and the simdgroup's width. One simdgroup of 32 threads.
+LANES = AXPBY.split("define void")[0] + r"""
+declare <2 x i32> @air.simd_shuffle_down.u.v2i32(<2 x i32>, i16)
+declare half @air.simd_sum.f16(half)
+declare float @air.dot.v4f32(<4 x float>, <4 x float>)
+declare bfloat @air.convert.f.bf16.s.i32(i32)
+declare float @air.atomic.global.add.f32(ptr addrspace(1), float, i32, i32, i1)
+declare i1 @air.is_uniform.i32(i32)
+declare i16 @air.get_simdgroup_size.i16()
+declare float @air.simd_shuffle_and_fill_up.f32(float, float, i16, i16)
+declare void @llvm.assume(i1)
+define void @lanes(ptr addrspace(1) %wide, ptr addrspace(1) %h, ptr addrspace(1) %v4, ptr addrspace(1) %f, ptr addrspace(1) %bf, ptr addrspace(1) %acc, ptr addrspace(2) %n, i32 %lane) {
+  %l = zext i32 %lane to i64
+  %pw = getelementptr inbounds <2 x i32>, ptr addrspace(1) %wide, i64 %l
+  %w = load <2 x i32>, ptr addrspace(1) %pw, align 8
+  %ws = call <2 x i32> @air.simd_shuffle_down.u.v2i32(<2 x i32> %w, i16 1)
+  store <2 x i32> %ws, ptr addrspace(1) %pw, align 8
+  %ph = getelementptr inbounds half, ptr addrspace(1) %h, i64 %l
+  %hv = load half, ptr addrspace(1) %ph, align 2
+  %hs = call half @air.simd_sum.f16(half %hv)
+  store half %hs, ptr addrspace(1) %ph, align 2
+  %pv = getelementptr inbounds <4 x float>, ptr addrspace(1) %v4, i64 %l
+  %vv = load <4 x float>, ptr addrspace(1) %pv, align 16
+  %dot = call float @air.dot.v4f32(<4 x float> %vv, <4 x float> <float 1.0, float 2.0, float 3.0, float 4.0>)
+  %width = call i16 @air.get_simdgroup_size.i16()
+  %wf = uitofp i16 %width to float
+  %fill = call float @air.simd_shuffle_and_fill_up.f32(float %dot, float %wf, i16 2, i16 32)
+  %pf = getelementptr inbounds float, ptr addrspace(1) %f, i64 %l
+  store float %fill, ptr addrspace(1) %pf, align 4
+  %neg = sub i32 0, %lane
+  %b = call bfloat @air.convert.f.bf16.s.i32(i32 %neg)
+  %pb = getelementptr inbounds bfloat, ptr addrspace(1) %bf, i64 %l
+  store bfloat %b, ptr addrspace(1) %pb, align 2
+  %count = load i32, ptr addrspace(2) %n, align 4
+  %u = call i1 @air.is_uniform.i32(i32 %count)
+  call void @llvm.assume(i1 %u)
+  %add = uitofp i32 %count to float
+  %old = call float @air.atomic.global.add.f32(ptr addrspace(1) %acc, float %add, i32 0, i32 2, i1 true)
+  ret void
+}
+!air.kernel = !{!0}
+!0 = !{ptr @lanes, !1, !2}
+!1 = !{}
+!2 = !{!3, !4, !5, !6, !7, !8, !9, !10}
+!3 = !{i32 0, !"air.buffer", !"air.location_index", i32 0, i32 1, !"air.read_write", !"air.address_space", i32 1, !"air.arg_type_size", i32 8, !"air.arg_type_align_size", i32 8, !"air.arg_type_name", !"ulong", !"air.arg_name", !"wide"}
+!4 = !{i32 1, !"air.buffer", !"air.location_index", i32 1, i32 1, !"air.read_write", !"air.address_space", i32 1, !"air.arg_type_size", i32 2, !"air.arg_type_align_size", i32 2, !"air.arg_type_name", !"half", !"air.arg_name", !"h"}
+!5 = !{i32 2, !"air.buffer", !"air.location_index", i32 2, i32 1, !"air.read", !"air.address_space", i32 1, !"air.arg_type_size", i32 16, !"air.arg_type_align_size", i32 16, !"air.arg_type_name", !"float4", !"air.arg_name", !"v4"}
+!6 = !{i32 3, !"air.buffer", !"air.location_index", i32 3, i32 1, !"air.read_write", !"air.address_space", i32 1, !"air.arg_type_size", i32 4, !"air.arg_type_align_size", i32 4, !"air.arg_type_name", !"float", !"air.arg_name", !"f"}
+!7 = !{i32 4, !"air.buffer", !"air.location_index", i32 4, i32 1, !"air.read_write", !"air.address_space", i32 1, !"air.arg_type_size", i32 2, !"air.arg_type_align_size", i32 2, !"air.arg_type_name", !"bfloat", !"air.arg_name", !"bf"}
+!8 = !{i32 5, !"air.buffer", !"air.location_index", i32 5, i32 1, !"air.read_write", !"air.address_space", i32 1, !"air.arg_type_size", i32 4, !"air.arg_type_align_size", i32 4, !"air.arg_type_name", !"float", !"air.arg_name", !"acc"}
+!9 = !{i32 6, !"air.buffer", !"air.buffer_size", i32 4, !"air.location_index", i32 6, i32 1, !"air.read", !"air.address_space", i32 2, !"air.arg_type_size", i32 4, !"air.arg_type_align_size", i32 4, !"air.arg_type_name", !"uint", !"air.arg_name", !"n"}
+!10 = !{i32 7, !"air.thread_index_in_simdgroup", !"air.arg_type_name", !"uint", !"air.arg_name", !"lane"}
+"""
