@@ -3,12 +3,16 @@
 // 17,248 functions); a kernel is reflected from its AIR, lowered by the
 // device's backend (backends::ShaderBackend::lower_air), built and loaded
 // on first use, once, as a checked unit's kernels are (api/shader.cpp).
+// The compile cache keeps each build under its bitcode's hash: a process
+// that finds it there loads it without LLVM.
 #include <atomic>
+#include <chrono>
 #include <mutex>
 
 #include "air/air_module.hpp"
 #include "air/metallib.hpp"
 #include "api/library_impl.hpp"
+#include "api/unit_record.hpp"
 #include "backends/shader_backend.hpp"
 #include "bronze/error.hpp"
 #include "jit/llvm_api.hpp"
@@ -130,6 +134,48 @@ std::vector<std::pair<std::string, std::string>> constants_by_name(
   }
   return out;
 }
+
+// The key of a kernel's record in the compile cache: its bitcode's
+// SHA-256 (computed here: Apple's HASH tag is the same digest of the
+// wrapped module, but a file's own claim is no key), the function
+// constants as given, and what lowers and builds it.
+std::string air_record_key(const air::Function& f, const std::vector<std::pair<std::string, std::string>>& constants,
+                           const backends::ShaderBackend& backend) {
+  jit::Sha256 h;
+  h.update(f.bitcode, f.bitcode_size).update("\0", 1);
+  for (const auto& [name, value] : constants) h.update(name).update("\0", 1).update(value).update("\0", 1);
+  return unit_record_key("air:" + h.hex(), backend.air_target(), false, backend.compiler_identity());
+}
+
+// A kernel lowered and built: its object and its reflection, the guarded
+// arguments its constants leave out dropped. Another process's build (or
+// this one's, earlier) is taken from the compile cache without LLVM.
+std::pair<runtime::ModuleObject, KernelInfo> air_object(const air::Function& f,
+                                                        const std::vector<std::pair<std::string, std::string>>& given,
+                                                        const backends::ShaderBackend& backend) {
+  const std::string key = air_record_key(f, given, backend);
+  if (std::optional<UnitRecord> record = read_unit_record(key); record && record->kernels.size() == 1)
+    if (auto ref = read_kernel_object(key, 0))
+      if (std::optional<runtime::ModuleObject> object = backend.cached(ref->first, ref->second))
+        return {std::move(*object), std::move(record->kernels[0])};
+  const auto start = std::chrono::steady_clock::now();
+  jit::llvm::Context ctx(jit::llvm::require("running an Apple .metallib"));
+  air::AirFunction r = air::reflect(ctx, f);
+  const auto constants = constants_by_name(r, given);
+  runtime::ModuleSource lowered = backend.lower_air(f, r, constants);
+  jit::log(jit::LogLevel::Info, [&] { return "lower " + jit::LogScope::name() + " with LLVM: done in " + jit::elapsed(start); });
+  runtime::ModuleObject object = backend.build(lowered);
+  if (!object.ok)  // bronze's own code (the entry) did not compile: bronze's error, not the file's
+    throw Error("kernel '" + f.name + "' from the .metallib: its entry did not build:\n" + object.diagnostics);
+  drop_guarded(r, constants);
+  if (!object.cache_key.empty()) {
+    UnitRecord record;
+    record.kernels.push_back(r.kernel);
+    write_unit_record(key, record);
+    write_kernel_object(key, 0, object.cache_key, object.cache_suffix);
+  }
+  return {std::move(object), std::move(r.kernel)};
+}
 }  // namespace
 
 void build_air_kernel(LibraryImpl& lib, std::size_t k) {
@@ -138,14 +184,7 @@ void build_air_kernel(LibraryImpl& lib, std::size_t k) {
   std::call_once(src.built[k], [&] {
     const air::Function& f = src.of(k);
     jit::LogScope scope("kernel '" + f.name + "' of an Apple .metallib");
-    const jit::llvm::Api& api = jit::llvm::require("running an Apple .metallib");
-    jit::llvm::Context ctx(api);
-    air::AirFunction r = air::reflect(ctx, f);
-    const auto constants = constants_by_name(r, src.constants);
-    const backends::ShaderBackend& backend = backends::shader_backend(lib.device.type);
-    runtime::ModuleObject object = backend.build(backend.lower_air(f, r, constants));
-    if (!object.ok)  // bronze's own code (the entry) did not compile: bronze's error, not the file's
-      throw Error("kernel '" + f.name + "' from the .metallib: its entry did not build:\n" + object.diagnostics);
+    auto [object, reflected] = air_object(f, src.constants, backends::shader_backend(lib.device.type));
     std::vector<runtime::ModuleKernel> mk(1);
     mk[0].symbol = runtime::kAirEntrySymbol;
     mk[0].tgmem_symbol = runtime::kAirTgmemSymbol;
@@ -154,14 +193,13 @@ void build_air_kernel(LibraryImpl& lib, std::size_t k) {
       std::lock_guard<std::mutex> g(lib.modules_mu);
       lib.modules.push_back(std::move(module));
     }
-    drop_guarded(r, constants);
-    lib.entry_order[k] = entry_order(r.kernel);
+    lib.entry_order[k] = entry_order(reflected);
     KernelInfo& info = lib.kernels[k];  // its name, read by any thread, stays as it is
-    info.params = std::move(r.kernel.params);
-    info.bound = std::move(r.kernel.bound);
-    info.cooperative = r.kernel.cooperative;
+    info.params = std::move(reflected.params);
+    info.bound = std::move(reflected.bound);
+    info.cooperative = reflected.cooperative;
     lib.entries[k] = mk[0].entry;
-    lib.static_tg_bytes[k] = r.threadgroup_bytes;
+    lib.static_tg_bytes[k] = mk[0].static_shared_bytes;  // the entry's kAirTgmemSymbol: the AIR's threadgroup variables
     lib.max_threads[k] = mk[0].max_threads;
     src.ready[k].store(true, std::memory_order_release);
   });

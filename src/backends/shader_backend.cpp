@@ -18,14 +18,14 @@ constexpr const char* kCudaAir = "Apple .metallib kernels run on the CPU so far,
 const ShaderBackend& shader_backend(DeviceType type) {
   static const ShaderBackend cpu_backend{&cpu::generate, &cpu::build_module, &cpu::cached_module,
                                          [] { return jit::HostCompiler::get().identity; }, &cpu::lower_air,
-                                         &cpu::air_unsupported};
+                                         &cpu::air_unsupported, &cpu::air_target};
   static const ShaderBackend cuda_backend{
       &cuda::generate, &cuda::build_module, &cuda::cached_module, &cuda::nvrtc_status,
       [](const air::Function& f, const air::AirFunction&,
          const std::vector<std::pair<std::string, std::string>>&) -> runtime::ModuleSource {
         throw NotSupportedError("'" + f.name + "': " + kCudaAir);
       },
-      [](const air::AirFunction&) { return std::string(kCudaAir); }};
+      [](const air::AirFunction&) { return std::string(kCudaAir); }, [] { return std::string("cuda"); }};
   return type == DeviceType::CUDA ? cuda_backend : cpu_backend;
 }
 

@@ -30,6 +30,9 @@ struct ShaderBackend {
                                      const std::vector<std::pair<std::string, std::string>>& constants);
   // Why lower_air would refuse it, or "".
   std::string (*air_unsupported)(const air::AirFunction&);
+  // What lower_air builds for (CPU: the LLVM, and the host's processor its
+  // code is tuned to): part of the key of what it built.
+  std::string (*air_target)();
 };
 const ShaderBackend& shader_backend(DeviceType type);
 

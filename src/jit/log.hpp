@@ -74,7 +74,7 @@ class LogScope {
   static std::string name();
 
  private:
-  const std::string& unit_;
+  std::string unit_;  // a copy: callers pass temporaries
   std::size_t part_, parts_;
   const LogScope* outer_;
 };

@@ -182,6 +182,31 @@ def test_a_cooperative_kernel_specialized_by_its_function_constant(library, has_
         k(x, threads=4 * 1024, group_size=1024)
 
 
+RUN_ROW_SUM = """
+import sys, numpy as np, bronze
+k = bronze.load_metallib(sys.stdin.buffer.read()).specialize("row_sum_float", {"has_bias": False})
+x = np.arange(2048, dtype=np.float32).reshape(2, 1024)
+out = bronze.zeros(2)
+k(x, out, threads=2048, group_size=1024)
+print(out.numpy().tolist())
+"""
+
+
+def test_a_built_kernel_is_taken_from_the_compile_cache_by_its_bitcodes_hash(library, tmp_path):
+    # The first process lowers it with LLVM and builds it; the next loads
+    # it from the cache, its reflection included, without LLVM's work.
+    def run():
+        r = subprocess.run([sys.executable, "-c", RUN_ROW_SUM], input=library, capture_output=True, timeout=300,
+                           env={**os.environ, "BRONZE_CACHE_DIR": str(tmp_path / "cache"), "BRONZE_LOG": "info"})
+        assert r.returncode == 0, r.stderr
+        return r.stdout.decode().strip(), r.stderr.decode()
+    want = str([float(np.arange(32).sum()), float(np.arange(1024, 1056).sum())])
+    out, log = run()
+    assert out == want and "lower kernel 'row_sum_float' of an Apple .metallib with LLVM: done in" in log, log
+    out, log = run()
+    assert out == want and "with LLVM" not in log and "cache hit" in log, log
+
+
 def test_float_to_integer_conversions_saturate_as_apple_gpus_convert():
     lib = bronze.load_metallib(air.pack([("to_int", air.assemble(air.TO_INT))]))
     x = np.array([1.7, -1.7, 3e9, -3e9, np.nan, np.inf, -np.inf, 42.0], np.float32)

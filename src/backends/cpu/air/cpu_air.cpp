@@ -364,7 +364,7 @@ std::string thunk_ir(const Api& a, LLVMValueRef kernel, const std::string& name,
 
 // The entry bronze launches (cpu_codegen's shape): the group's threads, each
 // with its positions, through the thunk.
-std::string entry_source(const KernelInfo& k, const std::string& functions) {
+std::string entry_source(const KernelInfo& k, std::size_t threadgroup_bytes, const std::string& functions) {
   std::string fill;
   int attribute = 0;
   int tg_slots = 0;
@@ -407,7 +407,8 @@ std::string entry_source(const KernelInfo& k, const std::string& functions) {
          "inline void bronze_air_position(uint32_t* p, uint3 v) { p[0] = v.x; p[1] = v.y; p[2] = v.z; }\n" +
          functions +
          "extern \"C\" void bronze_air_thunk(void* const* buffers, const uint32_t* positions, void* const* tg);\n"
-         "extern \"C\" BRONZE_EXPORT const unsigned long long " + std::string(runtime::kAirTgmemSymbol) + " = 0;\n"
+         "extern \"C\" BRONZE_EXPORT const unsigned long long " + std::string(runtime::kAirTgmemSymbol) + " = " +
+         std::to_string(threadgroup_bytes) + "ull;\n"
          "extern \"C\" BRONZE_EXPORT void " + runtime::kAirEntrySymbol +
          "(void* const* a, const bronze_cpu_launch* L, unsigned long long g0, unsigned long long g1) {\n" + tg +
          "  auto bronze_body = [&](const bronze_rt::ids& id) {\n    uint32_t pos[" +
@@ -456,27 +457,41 @@ void set_function_constants(const Api& a, LLVMModuleRef m, const std::string& ke
   }
 }
 
-// The host's target machine, made once (LLVM's targets are registered
+// The host as LLVM builds for it (LLVM's targets are registered once,
 // process-wide).
-LLVMTargetMachineRef host_machine(const Api& a, std::string& triple) {
-  static std::once_flag once;
-  std::call_once(once, [&] {
+struct Host {
+  std::string triple, cpu, features;
+};
+const Host& host(const Api& a) {
+  static const Host h = [&] {
     a.LLVMInitializeX86TargetInfo();
     a.LLVMInitializeX86Target();
     a.LLVMInitializeX86TargetMC();
     a.LLVMInitializeX86AsmPrinter();
-  });
-  triple = take_message(a, a.LLVMGetDefaultTargetTriple());
+    return Host{take_message(a, a.LLVMGetDefaultTargetTriple()), take_message(a, a.LLVMGetHostCPUName()),
+                take_message(a, a.LLVMGetHostCPUFeatures())};
+  }();
+  return h;
+}
+
+LLVMTargetMachineRef host_machine(const Api& a, std::string& triple) {
+  const Host& h = host(a);
+  triple = h.triple;
   LLVMTargetRef target = nullptr;
   char* error = nullptr;
   if (a.LLVMGetTargetFromTriple(triple.c_str(), &target, &error))
     throw NotSupportedError("LLVM cannot build for this host (" + triple + "): " + take_message(a, error));
-  const std::string cpu = take_message(a, a.LLVMGetHostCPUName()), features = take_message(a, a.LLVMGetHostCPUFeatures());
-  return a.LLVMCreateTargetMachine(target, triple.c_str(), cpu.c_str(), features.c_str(), kCodeGenLevelAggressive,
+  return a.LLVMCreateTargetMachine(target, triple.c_str(), h.cpu.c_str(), h.features.c_str(), kCodeGenLevelAggressive,
                                    kRelocPIC, kCodeModelDefault);
 }
 
 }  // namespace
+
+std::string air_target() {
+  const Api& a = require("running an Apple .metallib kernel");
+  const Host& h = host(a);
+  return status() + " " + h.triple + " " + h.cpu + " " + h.features;
+}
 
 std::string air_unsupported(const air::AirFunction& r) {
   if (!r.unsupported.empty()) return r.unsupported;
@@ -557,7 +572,7 @@ runtime::ModuleSource lower_air(const air::Function& f, const air::AirFunction& 
   runtime::ModuleSource out;
   out.objects.emplace_back("air_kernel.o", std::string(a.LLVMGetBufferStart(obj), a.LLVMGetBufferSize(obj)));
   a.LLVMDisposeMemoryBuffer(obj);
-  out.code = entry_source(r.kernel, functions);
+  out.code = entry_source(r.kernel, r.threadgroup_bytes, functions);
   out.filename = f.name + ".metallib";
   out.headers = {{"bronze_metal.h", embedded::bronze_metal_h}, {"launch_abi.h", embedded::launch_abi_h}};
   // Metal's math modes are in the AIR (air.fast_* or not): the entry's own

@@ -27,6 +27,10 @@ namespace bronze::cpu {
 // and what the runtime lacks for it), or "": bronze metallib-info's coverage.
 std::string air_unsupported(const air::AirFunction& reflection);
 
+// LLVM's version, the host's triple, processor and features: what an
+// object lower_air built is built for.
+std::string air_target();
+
 runtime::ModuleSource lower_air(const air::Function& f, const air::AirFunction& reflection,
                                 const std::vector<std::pair<std::string, std::string>>& constants);
 
