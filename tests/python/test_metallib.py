@@ -5,6 +5,7 @@ Apple's compiler's output, assembled by the libLLVM bronze loads."""
 
 import json
 import os
+import struct
 import subprocess
 import sys
 
@@ -366,6 +367,28 @@ def test_mlx_row_kernels_from_apples_binary_match_numpy(mlx):
     mlx.block_softmax_float32(x, out, n, threads=rows * 1024, group_size=1024)
     e = np.exp(x - x.max(1, keepdims=True))
     np.testing.assert_allclose(out.numpy(), e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-8)
+
+
+@needs_mlx
+@pytest.mark.parametrize("trans", ["nn", "tn"])
+def test_mlx_steel_gemm_from_apples_binary_matches_numpy(mlx, trans):
+    # Simdgroup matrices as Apple's compiler passes them; MLX's dispatch:
+    # 32 x 32 tiles, 2 x 2 simdgroups each, has_batch/use_out_source/do_axpby
+    # off, align_M/N off (partial tiles), align_K on.
+    M, N, K = 70, 40, 64
+    k = mlx.specialize(f"steel_gemm_fused_{trans}_float32_float32_bm32_bn32_bk16_wm2_wn2",
+                       {10: False, 100: False, 110: False, 200: False, 201: False, 202: True})
+    rng = np.random.default_rng(12)
+    a, b = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32)
+    tn, tm = -(-N // 32), -(-M // 32)
+    # mlx::steel::GEMMParams: M N K lda ldb ldd tiles_n tiles_m, three batch strides, swizzle_log,
+    # gemm_k_iterations_aligned, batch_ndim.
+    params = struct.pack("<8i3q3i4x", M, N, K, M if trans[0] == "t" else K, N, N, tn, tm, M * K, K * N, M * N, 0,
+                         K // 16, 1)
+    d = bronze.zeros(M, N)
+    k(np.ascontiguousarray(a.T) if trans[0] == "t" else a, b, d, params, threads=(tn * 32, tm * 2, 2),
+      group_size=(32, 2, 2))
+    np.testing.assert_allclose(d.numpy(), a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
 
 
 @needs_mlx
