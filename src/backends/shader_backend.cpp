@@ -1,5 +1,6 @@
 #include "backends/shader_backend.hpp"
 
+#include "backends/air_lowering.hpp"
 #include "backends/cpu/air/cpu_air.hpp"
 #include "backends/cpu/cpu_module.hpp"
 #include "backends/cpu/metal/cpu_codegen.hpp"
@@ -18,7 +19,7 @@ constexpr const char* kCudaAir = "Apple .metallib kernels run on the CPU so far,
 const ShaderBackend& shader_backend(DeviceType type) {
   static const ShaderBackend cpu_backend{&cpu::generate, &cpu::build_module, &cpu::cached_module,
                                          [] { return jit::HostCompiler::get().identity; }, &cpu::lower_air,
-                                         &cpu::air_unsupported, &cpu::air_target};
+                                         &backends::air_unsupported, &cpu::air_target};
   static const ShaderBackend cuda_backend{
       &cuda::generate, &cuda::build_module, &cuda::cached_module, &cuda::nvrtc_status,
       [](const air::Function& f, const air::AirFunction&,

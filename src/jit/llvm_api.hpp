@@ -86,6 +86,7 @@ constexpr int kLocalDynamicTLS = 2, kInternalLinkage = 8, kReturnStatusAction = 
   X(void, LLVMSetDataLayout, (LLVMModuleRef, const char*))                                                 \
   X(LLVMMemoryBufferRef, LLVMCreateMemoryBufferWithMemoryRangeCopy, (const char*, std::size_t, const char*)) \
   X(LLVMBool, LLVMParseIRInContext, (LLVMContextRef, LLVMMemoryBufferRef, LLVMModuleRef*, char**))         \
+  X(char*, LLVMPrintModuleToString, (LLVMModuleRef))                                                       \
   X(LLVMBool, LLVMLinkModules2, (LLVMModuleRef, LLVMModuleRef))                                            \
   X(LLVMBool, LLVMVerifyModule, (LLVMModuleRef, int, char**))                                              \
   X(char*, LLVMGetDefaultTargetTriple, ())                                                                 \

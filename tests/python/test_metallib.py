@@ -233,11 +233,11 @@ UNKNOWN_INTRINSIC = air.AXPBY.replace("%r = fadd float %ax, %by", "%r = call flo
     "define void @axpby_float", "declare float @air.gamma.f32(float)\n\ndefine void @axpby_float")
 
 
-def test_an_intrinsic_the_cpu_runtime_lacks_is_named_at_the_first_call(library):
+def test_an_intrinsic_the_runtime_lacks_is_named_at_the_first_call(library):
     lib = bronze.load_metallib(air.pack([("axpby_float", air.assemble(UNKNOWN_INTRINSIC))]))
     info = _metallib.read_info(air.pack([("axpby_float", air.assemble(UNKNOWN_INTRINSIC))]))
     assert info["functions"][0]["cpu"] == "air.gamma.f32: does not implement yet"
-    with pytest.raises(bronze.NotSupportedError, match="kernel 'axpby_float' calls air.gamma.f32, which bronze's CPU "
+    with pytest.raises(bronze.NotSupportedError, match="kernel 'axpby_float' calls air.gamma.f32, which bronze's "
                                                        "runtime does not implement yet"):
         lib.axpby_float(np.ones(2, np.float32), bronze.ones(2), bytes(8), threads=2)
     assert _metallib.read_info(library)["functions"][1]["cpu"] is True

@@ -19,18 +19,14 @@
 
 namespace bronze::cpu {
 
-// What build_module builds: the entry (runtime::kAirEntrySymbol) with the
-// kernel's object linked in. Throws NotSupportedError naming an intrinsic
-// or parameter the CPU runtime does not implement yet, ValueError when LLVM
-// rejects the module.
-// Why lower_air would refuse the function (the first reason: an intrinsic
-// and what the runtime lacks for it), or "": bronze metallib-info's coverage.
-std::string air_unsupported(const air::AirFunction& reflection);
-
 // LLVM's version, the host's triple, processor and features: what an
 // object lower_air built is built for.
 std::string air_target();
 
+// What build_module builds: the entry (runtime::kAirEntrySymbol) with the
+// kernel's object linked in. Throws NotSupportedError naming an intrinsic
+// or parameter the runtime does not implement, ValueError when LLVM
+// rejects the module (backends/air_lowering).
 runtime::ModuleSource lower_air(const air::Function& f, const air::AirFunction& reflection,
                                 const std::vector<std::pair<std::string, std::string>>& constants);
 
