@@ -140,11 +140,12 @@ std::vector<std::pair<std::string, std::string>> constants_by_name(
 // wrapped module, but a file's own claim is no key), the function
 // constants as given, and what lowers and builds it.
 std::string air_record_key(const air::Function& f, const std::vector<std::pair<std::string, std::string>>& constants,
-                           const backends::ShaderBackend& backend) {
+                           const backends::ShaderBackend& backend, int gpu_arch) {
   jit::Sha256 h;
   h.update(f.bitcode, f.bitcode_size).update("\0", 1);
   for (const auto& [name, value] : constants) h.update(name).update("\0", 1).update(value).update("\0", 1);
-  return unit_record_key("air:" + h.hex(), backend.air_target(), false, backend.compiler_identity());
+  return unit_record_key("air:" + h.hex(), backend.air_target() + " arch " + std::to_string(gpu_arch), false,
+                         backend.compiler_identity());
 }
 
 // A kernel lowered and built: its object and its reflection, the guarded
@@ -152,8 +153,8 @@ std::string air_record_key(const air::Function& f, const std::vector<std::pair<s
 // this one's, earlier) is taken from the compile cache without LLVM.
 std::pair<runtime::ModuleObject, KernelInfo> air_object(const air::Function& f,
                                                         const std::vector<std::pair<std::string, std::string>>& given,
-                                                        const backends::ShaderBackend& backend) {
-  const std::string key = air_record_key(f, given, backend);
+                                                        const backends::ShaderBackend& backend, int gpu_arch) {
+  const std::string key = air_record_key(f, given, backend, gpu_arch);
   if (std::optional<UnitRecord> record = read_unit_record(key); record && record->kernels.size() == 1)
     if (auto ref = read_kernel_object(key, 0))
       if (std::optional<runtime::ModuleObject> object = backend.cached(ref->first, ref->second))
@@ -163,6 +164,7 @@ std::pair<runtime::ModuleObject, KernelInfo> air_object(const air::Function& f,
   air::AirFunction r = air::reflect(ctx, f);
   const auto constants = constants_by_name(r, given);
   runtime::ModuleSource lowered = backend.lower_air(f, r, constants);
+  lowered.gpu_arch = gpu_arch;
   jit::log(jit::LogLevel::Info, [&] { return "lower " + jit::LogScope::name() + " with LLVM: done in " + jit::elapsed(start); });
   runtime::ModuleObject object = backend.build(lowered);
   if (!object.ok)  // bronze's own code (the entry) did not compile: bronze's error, not the file's
@@ -184,7 +186,8 @@ void build_air_kernel(LibraryImpl& lib, std::size_t k) {
   std::call_once(src.built[k], [&] {
     const air::Function& f = src.of(k);
     jit::LogScope scope("kernel '" + f.name + "' of an Apple .metallib");
-    auto [object, reflected] = air_object(f, src.constants, backends::shader_backend(lib.device.type));
+    auto [object, reflected] = air_object(f, src.constants, backends::shader_backend(lib.device.type),
+                                          runtime::device_impl(lib.device).gpu_arch());
     std::vector<runtime::ModuleKernel> mk(1);
     mk[0].symbol = runtime::kAirEntrySymbol;
     mk[0].tgmem_symbol = runtime::kAirTgmemSymbol;

@@ -19,6 +19,11 @@ using namespace jit::llvm;
 // pointer, from the name's "p1f32"), through bronze_metal.h's functions, so
 // AIR computes as compiled source does. Matched on the name after "air." up
 // to its type suffix; an intrinsic not listed is refused, never guessed.
+//
+// A lowering whose body starts with "ir:" is the adapter's own body in IR
+// over %x0, %x1, ... ($T: the result's LLVM type), with no C++ function: what
+// the optimizer must see through (function-constant predicates, which
+// Apple's static initializers compute; uniformity assertions).
 struct Lowering {
   std::string name, body;
 };
@@ -35,11 +40,11 @@ const std::vector<Lowering>& lowerings() {
         {"dot", "return metal::dot(ARGS);"},
         {"ldexp", "return metal::ldexp(ARGS);"},
         {"convert", "return bronze_air_convert<R>(x0);"},
-        {"normalize_function_constant_predicate", "return x0 != 0;"},
+        {"normalize_function_constant_predicate", "ir:  %c = icmp ne $T %x0, 0\n  %r = zext i1 %c to $T\n  ret $T %r\n"},
         // Apple's compiler states a value is the same in every thread, for
         // llvm.assume: it is, or the program is wrong on the Mac too.
-        {"is_uniform", "return true;"},
-        {"get_simdgroup_size", "return bronze_rt::kSimd;"},
+        {"is_uniform", "ir:  ret i1 true\n"},
+        {"get_simdgroup_size", "ir:  ret $T 32\n"},  // a simdgroup is 32 lanes on every backend
         // (pointer, value, order, scope, volatile): the old value.
         {"atomic.global.add", "return atomic_fetch_add_explicit((bronze_atomic<R>*)x0, x1, memory_order_relaxed);"},
         {"atomic.local.add", "return atomic_fetch_add_explicit((bronze_atomic<R>*)x0, x1, memory_order_relaxed);"},
@@ -175,6 +180,13 @@ RuntimeFunction runtime_function(const air::AirFunction::Intrinsic& in, const st
   const Lowering* l = lowering(op);
   if (!l) {
     out.why = "does not implement yet";
+    return out;
+  }
+  if (l->body.rfind("ir:", 0) == 0) {
+    std::string params, body = l->body.substr(3);
+    for (std::size_t i = 0; i < in.params.size(); ++i) params += (i ? ", " : "") + in.params[i] + " %x" + std::to_string(i);
+    for (std::size_t at; (at = body.find("$T")) != std::string::npos;) body.replace(at, 2, in.result);
+    out.ir = "define linkonce_odr hidden " + in.result + " @" + symbol + "(" + params + ") #0 {\n" + body + "}\n";
     return out;
   }
   // Signedness from the name: ".s." signed, ".u." unsigned; a conversion
@@ -314,7 +326,8 @@ std::string symbol_of(const std::string& intrinsic) {
 // declaration order (the entry order dispatch arranges, as for source); a
 // thread-position argument from 3 words per attribute parameter (the entry
 // fills them); threadgroup buffers by index.
-std::string thunk_ir(const Api& a, LLVMValueRef kernel, const std::string& name, const KernelInfo& k) {
+std::string thunk_ir(const Api& a, LLVMValueRef kernel, const std::string& name, const KernelInfo& k,
+                     const std::vector<std::string>& initializers) {
   const std::vector<std::string> params = signature(a, kernel).params;
   if (params.size() != k.params.size())
     throw ValueError("kernel '" + name + "': its !air.kernel metadata lists " + std::to_string(k.params.size()) +
@@ -352,8 +365,13 @@ std::string thunk_ir(const Api& a, LLVMValueRef kernel, const std::string& name,
       throw NotSupportedError("kernel '" + name + "': its parameter '" + p.name + "' is not bound on the CPU yet");
     }
   }
-  return "declare void @\"" + name + "\"(" + decl + ")\n\n"
-         "define hidden void @bronze_air_thunk(ptr %buffers, ptr %positions, ptr %tg) {\n" + body +
+  std::string declare, init;
+  for (const std::string& f : initializers) {
+    declare += "declare void @\"" + f + "\"()\n";
+    init += "  call void @\"" + f + "\"()\n";
+  }
+  return declare + "declare void @\"" + name + "\"(" + decl + ")\n\n"
+         "define hidden void @bronze_air_thunk(ptr %buffers, ptr %positions, ptr %tg) {\n" + init + body +
          "  call void @\"" + name + "\"(" + call + ")\n  ret void\n}\n";
 }
 
@@ -429,6 +447,24 @@ AirModule::AirModule(const air::Function& f, const air::AirFunction& r,
   set_function_constants(api, module->get(), f.name, r.constants, constants);
 }
 
+void AirModule::run_initializers_in_thunk() {
+  const Api& a = api;
+  LLVMValueRef ctors = a.LLVMGetNamedGlobal(module->get(), "llvm.global_ctors");
+  if (!ctors) return;
+  // [n x { i32 priority, ptr function, ptr data }], in priority order as written.
+  LLVMValueRef list = a.LLVMGetInitializer(ctors);
+  for (int i = 0, n = list ? a.LLVMGetNumOperands(list) : 0; i < n; ++i) {
+    LLVMValueRef entry = a.LLVMGetOperand(list, static_cast<unsigned>(i));
+    LLVMValueRef fn = a.LLVMGetNumOperands(entry) > 1 ? a.LLVMGetOperand(entry, 1) : nullptr;
+    if (!fn || !a.LLVMIsAFunction(fn)) throw ValueError("'" + f_.name + "': a static initializer that is not a function");
+    a.LLVMSetLinkage(fn, kExternalLinkage);  // the thunk's module names it; internal again once linked
+    std::size_t len = 0;
+    const char* name = a.LLVMGetValueName2(fn, &len);
+    initializers_.emplace_back(name, len);
+  }
+  a.LLVMDeleteGlobal(ctors);
+}
+
 void AirModule::edit(const std::function<std::string(std::string)>& rewrite) {
   const std::string text = rewrite(take_message(api, api.LLVMPrintModuleToString(module->get())));
   module = std::make_unique<Module>(ctx, text, "'" + f_.name + "' edited");
@@ -440,7 +476,8 @@ std::string AirModule::emit(LLVMTargetMachineRef tm, const std::string& triple, 
   LLVMModuleRef m = module->get();
   LLVMValueRef kernel = a.LLVMGetNamedFunction(m, f_.name.c_str());
   if (!kernel) throw ValueError("'" + f_.name + "': its module does not define it");
-  Module thunk(ctx, thunk_ir(a, kernel, f_.name, r_.kernel) + adapters_ + "attributes #0 = { alwaysinline nounwind }\n",
+  Module thunk(ctx, thunk_ir(a, kernel, f_.name, r_.kernel, initializers_) + adapters_ +
+                        "attributes #0 = { alwaysinline nounwind }\n",
                "'" + f_.name + "''s thunk");
   LLVMTargetDataRef layout = a.LLVMCreateTargetDataLayout(tm);
   const std::string dl = take_message(a, a.LLVMCopyStringRepOfTargetData(layout));
@@ -452,6 +489,7 @@ std::string AirModule::emit(LLVMTargetMachineRef tm, const std::string& triple, 
   if (a.LLVMLinkModules2(m, thunk.release()))
     throw Error("'" + f_.name + "': LLVM could not link its thunk (" + ctx.take_errors() + ")");
   a.LLVMSetLinkage(kernel, kInternalLinkage);  // inlined into the thunk, never exported
+  for (const std::string& name : initializers_) a.LLVMSetLinkage(a.LLVMGetNamedFunction(m, name.c_str()), kInternalLinkage);
   char* message = nullptr;
   if (a.LLVMVerifyModule(m, kReturnStatusAction, &message))
     throw Error("'" + f_.name + "' lowered for " + target_name + " is not valid LLVM IR: " + take_message(a, message));

@@ -42,6 +42,11 @@ class AirModule {
   std::string functions;
   // The module as IR text, edited, read back (a backend's address spaces).
   void edit(const std::function<std::string(std::string)>& rewrite);
+  // For a target without static constructors (NVPTX): the module's
+  // (Apple's, which copy function constants into variables the kernel
+  // reads) run by each thread before the kernel instead. Where the
+  // constants are given, LLVM folds them away as it folds constructors.
+  void run_initializers_in_thunk();
   // Links the thunk and the adapters, sets the target, checks the IR, runs
   // LLVM's O2 and emits the module (kObjectFile, kAssemblyFile).
   std::string emit(jit::llvm::LLVMTargetMachineRef tm, const std::string& triple, int file_type, const std::string& target_name);
@@ -49,6 +54,7 @@ class AirModule {
   const air::Function& f_;
   const air::AirFunction& r_;
   std::string adapters_;
+  std::vector<std::string> initializers_;
 };
 
 // C++ the runtime functions and entries use, for either compiler (inside

@@ -3,6 +3,8 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <vector>
 
 #include "bronze/error.hpp"
@@ -16,6 +18,7 @@ struct Loaded {
   Api api;
   bool ok = false;
   std::string status;
+  void* handle = nullptr;
 };
 
 // Fills `a` from `h`; the names of entry points it lacks, else empty.
@@ -64,6 +67,7 @@ const Loaded& loaded() {
       }
       a.major = major;
       r.api = a;
+      r.handle = h;
       r.ok = true;
       r.status = "LLVM " + std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch) +
                  " (" + name + ")";
@@ -79,6 +83,23 @@ const Loaded& loaded() {
 }  // namespace
 
 const Api* api() { return loaded().ok ? &loaded().api : nullptr; }
+
+bool initialize_target(const std::string& name) {
+  static std::mutex mu;
+  static std::map<std::string, bool> done;
+  std::lock_guard<std::mutex> g(mu);
+  if (auto it = done.find(name); it != done.end()) return it->second;
+  bool ok = loaded().ok;
+  std::vector<void (*)()> steps;
+  for (const char* part : {"TargetInfo", "Target", "TargetMC", "AsmPrinter"}) {
+    auto f = ok ? reinterpret_cast<void (*)()>(dlsym(loaded().handle, ("LLVMInitialize" + name + part).c_str())) : nullptr;
+    ok = ok && f;
+    steps.push_back(f);
+  }
+  if (ok)
+    for (auto f : steps) f();
+  return done[name] = ok;
+}
 const std::string& status() { return loaded().status; }
 
 const Api& require(const std::string& what) {

@@ -28,8 +28,8 @@ using LLVMPassBuilderOptionsRef = struct LLVMOpaquePassBuilderOptions*;
 using LLVMErrorRef = struct LLVMOpaqueError*;
 using LLVMDiagnosticHandler = void (*)(LLVMDiagnosticInfoRef, void*);
 constexpr int kDiagnosticError = 0;  // LLVMDSError
-constexpr int kCodeGenLevelAggressive = 3, kRelocPIC = 2, kCodeModelDefault = 0, kObjectFile = 1;
-constexpr int kLocalDynamicTLS = 2, kInternalLinkage = 8, kReturnStatusAction = 2;
+constexpr int kCodeGenLevelAggressive = 3, kRelocPIC = 2, kCodeModelDefault = 0, kAssemblyFile = 0, kObjectFile = 1;
+constexpr int kLocalDynamicTLS = 2, kExternalLinkage = 0, kInternalLinkage = 8, kReturnStatusAction = 2;
 
 // X(return type, name, parameter list)
 #define BRONZE_LLVM_API(X)                                                                                 \
@@ -87,6 +87,11 @@ constexpr int kLocalDynamicTLS = 2, kInternalLinkage = 8, kReturnStatusAction = 
   X(LLVMMemoryBufferRef, LLVMCreateMemoryBufferWithMemoryRangeCopy, (const char*, std::size_t, const char*)) \
   X(LLVMBool, LLVMParseIRInContext, (LLVMContextRef, LLVMMemoryBufferRef, LLVMModuleRef*, char**))         \
   X(char*, LLVMPrintModuleToString, (LLVMModuleRef))                                                       \
+  X(LLVMValueRef, LLVMGetInitializer, (LLVMValueRef))                                                      \
+  X(int, LLVMGetNumOperands, (LLVMValueRef))                                                               \
+  X(LLVMValueRef, LLVMGetOperand, (LLVMValueRef, unsigned))                                                \
+  X(LLVMValueRef, LLVMIsAFunction, (LLVMValueRef))                                                         \
+  X(void, LLVMDeleteGlobal, (LLVMValueRef))                                                                \
   X(LLVMBool, LLVMLinkModules2, (LLVMModuleRef, LLVMModuleRef))                                            \
   X(LLVMBool, LLVMVerifyModule, (LLVMModuleRef, int, char**))                                              \
   X(char*, LLVMGetDefaultTargetTriple, ())                                                                 \
@@ -126,6 +131,9 @@ const Api* api();
 const std::string& status();
 // The API, or NotSupportedError saying what `what` needs and how to get it.
 const Api& require(const std::string& what);
+// Registers one of the loaded LLVM's targets ("NVPTX": its info, target,
+// machine code and printer), once; false when that build of LLVM lacks it.
+bool initialize_target(const std::string& name);
 
 // A context whose errors are collected, not printed (LLVM's default handler
 // exits the process on an error).

@@ -49,8 +49,9 @@ struct ModuleSource {
   // CPU: called with the compiler's stack-usage report before the object is
   // cached; what it throws leaves nothing cached.
   std::function<void(const std::string&)> check_stack;
-  // CPU: object files (name ending ".o", bytes) linked with the code (an
-  // Apple .metallib kernel LLVM built, backends/cpu/air).
+  // Code LLVM built from an Apple .metallib kernel, linked with the code:
+  // CPU, object files (".o", by the host compiler; backends/cpu/air); CUDA,
+  // PTX (".ptx", by nvJitLink with NVRTC's relocatable output; backends/cuda/air).
   std::vector<std::pair<std::string, std::string>> objects;
 };
 
