@@ -156,9 +156,9 @@ def test_an_apple_kernel_runs_on_the_cpu(library, tmp_path):
     assert lib.kernel_names == ["axpby_float", "row_sum_float"] and "axpby_float" in dir(lib)
     x = np.arange(1000, dtype=np.float32)
     y = bronze.ones(1000)
-    lib.axpby_float(x, y, np.array([2.0, 3.0], np.float32).tobytes(), threads=1000)
+    lib.axpby_float(bronze.tensor(x), y, np.array([2.0, 3.0], np.float32).tobytes(), threads=1000)
     np.testing.assert_array_equal(y.numpy(), 2 * x + 3)
-    lib.axpby_float(x, y, [1.0, -1.0], threads=1000)  # a constant float2&, from numbers
+    lib.axpby_float(bronze.tensor(x), y, [1.0, -1.0], threads=1000)  # a constant float2&, from numbers
     np.testing.assert_array_equal(y.numpy(), x - (2 * x + 3))
     # The same from a path, its reflection as compiled libraries give it.
     path = tmp_path / "k.metallib"
@@ -173,11 +173,11 @@ def test_a_cooperative_kernel_specialized_by_its_function_constant(library, has_
     # Barriers, simd_sum and a threadgroup array over 4 groups of 1024
     # threads; the bias buffer is an argument only while has_bias is true.
     k = bronze.load_metallib(library).specialize("row_sum_float", {"has_bias": has_bias})
-    x = np.random.default_rng(0).random((4, 1024), dtype=np.float32)
+    x = bronze.tensor(np.random.default_rng(0).random((4, 1024), dtype=np.float32))
     out = bronze.zeros(4)
     args = (x, out, bronze.zeros(4)) if has_bias else (x, out)
     k(*args, threads=4 * 1024, group_size=1024)
-    np.testing.assert_allclose(out.numpy(), x[:, :32].sum(1), rtol=1e-5)
+    np.testing.assert_allclose(out.numpy(), x.numpy()[:, :32].sum(1), rtol=1e-5)
     with pytest.raises(TypeError, match=f"takes {len(args)} arguments"):
         k(x, threads=4 * 1024, group_size=1024)
 
@@ -185,7 +185,7 @@ def test_a_cooperative_kernel_specialized_by_its_function_constant(library, has_
 RUN_ROW_SUM = """
 import sys, numpy as np, bronze
 k = bronze.load_metallib(sys.stdin.buffer.read()).specialize("row_sum_float", {"has_bias": False})
-x = np.arange(2048, dtype=np.float32).reshape(2, 1024)
+x = bronze.tensor(np.arange(2048, dtype=np.float32).reshape(2, 1024))
 out = bronze.zeros(2)
 k(x, out, threads=2048, group_size=1024)
 print(out.numpy().tolist())
@@ -211,7 +211,7 @@ def test_float_to_integer_conversions_saturate_as_apple_gpus_convert():
     lib = bronze.load_metallib(air.pack([("to_int", air.assemble(air.TO_INT))]))
     x = np.array([1.7, -1.7, 3e9, -3e9, np.nan, np.inf, -np.inf, 42.0], np.float32)
     s, u = bronze.zeros(8, dtype=bronze.int32), bronze.zeros(8, dtype=bronze.uint32)
-    lib.to_int(x, s, u, threads=8)
+    lib.to_int(bronze.tensor(x), s, u, threads=8)
     assert s.numpy().tolist() == [1, -1, 2**31 - 1, -2**31, 0, 2**31 - 1, -2**31, 42]
     assert u.numpy().tolist() == [1, 0, 3000000000, 0, 0, 2**32 - 1, 0, 42]
 
@@ -220,11 +220,11 @@ def test_a_required_function_constant_without_a_value_is_refused(library):
     lib = bronze.load_metallib(library)
     with pytest.raises(ValueError, match=r"function constant 'has_bias' \(bool \[\[function_constant\(7\)\]\]\) "
                                          r"of kernel 'row_sum_float' needs a value"):
-        lib.row_sum_float(np.zeros(1024, np.float32), bronze.zeros(1), bronze.zeros(1), threads=1024)
+        lib.row_sum_float(bronze.zeros(1024), bronze.zeros(1), bronze.zeros(1), threads=1024)
     with pytest.raises(ValueError, match="'2' is not a bool"):
         lib.specialize("row_sum_float", {"has_bias": 2}).warmup()
     x = bronze.ones(2)  # the library still serves
-    lib.axpby_float(np.ones(2, np.float32), x, np.array([1.0, 1.0], np.float32).tobytes(), threads=2)
+    lib.axpby_float(bronze.ones(2), x, np.array([1.0, 1.0], np.float32).tobytes(), threads=2)
     assert x.numpy().tolist() == [2.0, 2.0]
 
 
@@ -238,7 +238,7 @@ def test_an_intrinsic_the_runtime_lacks_is_named_at_the_first_call(library):
     assert info["functions"][0]["cpu"] == "air.gamma.f32: does not implement yet"
     with pytest.raises(bronze.NotSupportedError, match="kernel 'axpby_float' calls air.gamma.f32, which bronze's "
                                                        "runtime does not implement yet"):
-        lib.axpby_float(np.ones(2, np.float32), bronze.ones(2), bytes(8), threads=2)
+        lib.axpby_float(bronze.ones(2), bronze.ones(2), bytes(8), threads=2)
     assert _metallib.read_info(library)["functions"][1]["cpu"] is True
 
 
@@ -264,8 +264,7 @@ def test_simdgroup_matrices_multiply_in_apples_thread_elements_layout():
     a, b, c = (rng.standard_normal((8, 8)).astype(np.float32) for _ in range(3))
     rows, cols = _apple_layout()
     d = bronze.zeros(64)
-    lib.fragments_mma(a[rows, cols].ravel(), b[rows, cols].ravel(), c[rows, cols].ravel(), d, threads=32,
-                      group_size=32)
+    lib.fragments_mma(*(bronze.tensor(m[rows, cols].ravel()) for m in (a, b, c)), d, threads=32, group_size=32)
     got = np.empty((8, 8), np.float32)
     got[rows, cols] = d.numpy().reshape(32, 2)
     np.testing.assert_allclose(got, a.astype(np.float64) @ b + c, rtol=1e-5, atol=1e-5)
@@ -277,7 +276,7 @@ def test_simdgroup_matrix_load_store_and_a_mixed_multiply():
     a = rng.standard_normal((8, 12)).astype(np.float32)
     b = rng.standard_normal((8, 16)).astype(np.float16)
     d = bronze.zeros(64)
-    lib.load_mma_store(a, b, d, threads=32, group_size=32)
+    lib.load_mma_store(bronze.tensor(a), bronze.tensor(b), d, threads=32, group_size=32)
     want = a[:, 4:].astype(np.float64) @ b[:, :8].T.astype(np.float64) + 0.5
     np.testing.assert_allclose(d.numpy().reshape(8, 8), want, rtol=1e-5, atol=1e-5)
 
@@ -290,7 +289,7 @@ def test_vector_half_and_bfloat_intrinsics_atomics_and_uniformity():
     h = bronze.tensor((lanes % 4).astype(np.float16))
     v4 = np.stack([lanes, np.ones(32), np.zeros(32), 2 * np.ones(32)], 1).astype(np.float32)
     f, bf, acc = bronze.zeros(32), bronze.zeros(32, dtype=bronze.bfloat16), bronze.zeros(1)
-    lib.lanes(w, h, v4, f, bf, acc, 3, threads=32, group_size=32)  # n, a constant uint&, as a number
+    lib.lanes(w, h, bronze.tensor(v4), f, bf, acc, 3, threads=32, group_size=32)  # n, a constant uint&, as a number
     assert w.numpy()[:31].tolist() == wide[1:].tolist()  # a 64-bit value shuffled as <2 x i32>
     assert h.numpy().tolist() == [48.0] * 32  # simd_sum in half
     # dot(v, (1, 2, 3, 4)) = lane + 10, moved up 2 lanes; the first two take the fill, the simdgroup's width.
@@ -303,7 +302,7 @@ def test_function_constants_by_index_and_an_unknown_one_refused(library):
     lib = bronze.load_metallib(library)
     x = np.random.default_rng(5).random((2, 1024), dtype=np.float32)
     out = bronze.zeros(2)
-    lib.specialize("row_sum_float", {7: False})(x, out, threads=2 * 1024, group_size=1024)
+    lib.specialize("row_sum_float", {7: False})(bronze.tensor(x), out, threads=2 * 1024, group_size=1024)
     np.testing.assert_allclose(out.numpy(), x[:, :32].sum(1), rtol=1e-5)
     with pytest.raises(ValueError, match=r"kernel 'row_sum_float' has no function constant 'has_bais' "
                                          r"\(it has has_bias \(7\)\)"):
@@ -340,14 +339,15 @@ def test_mlx_elementwise_kernels_from_apples_binary_match_numpy(mlx):
     rng = np.random.default_rng(1)
     a, b = rng.standard_normal(1000).astype(np.float32), rng.standard_normal(1000).astype(np.float32)
     out = bronze.zeros(1000)
-    mlx.vv_Addfloat32(a, b, out, np.uint32(1000), threads=1000)
+    A, B = bronze.tensor(a), bronze.tensor(b)
+    mlx.vv_Addfloat32(A, B, out, 1000, threads=1000)
     np.testing.assert_array_equal(out.numpy(), a + b)
-    mlx.v_Expfloat32float32(a, out, np.uint32(1000), threads=1000)
+    mlx.v_Expfloat32float32(A, out, 1000, threads=1000)
     np.testing.assert_allclose(out.numpy(), np.exp(a), rtol=2e-7)
-    mlx.v_Sigmoidfloat32float32(a, out, np.uint32(1000), threads=1000)
+    mlx.v_Sigmoidfloat32float32(A, out, 1000, threads=1000)
     np.testing.assert_allclose(out.numpy(), 1 / (1 + np.exp(-a)), rtol=1e-6, atol=1e-7)
     half = bronze.zeros(1000, dtype=bronze.float16)
-    mlx.v_Expfloat16float16(a.astype(np.float16), half, np.uint32(1000), threads=1000)
+    mlx.v_Expfloat16float16(bronze.tensor(a.astype(np.float16)), half, 1000, threads=1000)
     np.testing.assert_allclose(half.numpy().astype(np.float32), np.exp(a.astype(np.float16).astype(np.float32)),
                                rtol=1e-3)
 
@@ -360,10 +360,11 @@ def test_mlx_row_kernels_from_apples_binary_match_numpy(mlx):
     x = rng.standard_normal((rows, n)).astype(np.float32)
     w = rng.standard_normal(n).astype(np.float32)
     out = bronze.zeros(rows, n)
-    mlx.rmsfloat32(x, w, out, 1e-5, n, 1, threads=rows * 1024, group_size=1024)  # constant T& values as numbers
+    X = bronze.tensor(x)
+    mlx.rmsfloat32(X, bronze.tensor(w), out, 1e-5, n, 1, threads=rows * 1024, group_size=1024)  # constant T& as numbers
     ref = x / np.sqrt((x * x).mean(1, keepdims=True) + 1e-5) * w
     np.testing.assert_allclose(out.numpy(), ref, rtol=1e-5, atol=1e-5)
-    mlx.block_softmax_float32(x, out, n, threads=rows * 1024, group_size=1024)
+    mlx.block_softmax_float32(X, out, n, threads=rows * 1024, group_size=1024)
     e = np.exp(x - x.max(1, keepdims=True))
     np.testing.assert_allclose(out.numpy(), e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-8)
 
@@ -385,8 +386,8 @@ def test_mlx_steel_gemm_from_apples_binary_matches_numpy(mlx, trans):
     params = struct.pack("<8i3q3i4x", M, N, K, M if trans[0] == "t" else K, N, N, tn, tm, M * K, K * N, M * N, 0,
                          K // 16, 1)
     d = bronze.zeros(M, N)
-    k(np.ascontiguousarray(a.T) if trans[0] == "t" else a, b, d, params, threads=(tn * 32, tm * 2, 2),
-      group_size=(32, 2, 2))
+    k(bronze.tensor(np.ascontiguousarray(a.T) if trans[0] == "t" else a), bronze.tensor(b), d, params,
+      threads=(tn * 32, tm * 2, 2), group_size=(32, 2, 2))
     np.testing.assert_allclose(d.numpy(), a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
 
 

@@ -68,6 +68,32 @@ std::string entry_source(const KernelInfo& k, const std::string& functions) {
          e.positions + "  bronze_air_thunk(a, pos, tg);\n}\n}  // namespace bronze_msl\n";
 }
 
+// NVPTX has no address space 2. AIR's constant buffers become generic
+// pointers, not global ones: a `constant T&` value is the entry's copy of
+// a kernel parameter, in local memory, which only a generic load reaches.
+// Casts that then go from generic to generic become no-op bitcasts.
+std::string generic_constant_space(std::string ir) {
+  static const std::string as2 = " addrspace(2)";
+  std::string out;
+  out.reserve(ir.size());
+  for (std::size_t at = 0;;) {
+    const std::size_t next = ir.find(as2, at);
+    out.append(ir, at, next == std::string::npos ? std::string::npos : next - at);
+    if (next == std::string::npos) break;
+    at = next + as2.size();
+  }
+  static const std::string cast = "addrspacecast ";
+  for (std::size_t at = 0; (at = out.find(cast, at)) != std::string::npos; at += cast.size()) {
+    std::size_t p = at + cast.size() + (out.compare(at + cast.size(), 1, "(") == 0 ? 1 : 0);
+    if (out.compare(p, 4, "ptr ") != 0 || (out[p + 4] != '%' && out[p + 4] != '@')) continue;  // from a typed space
+    const std::size_t to = out.find(' ', p + 4);  // the value's end
+    if (to == std::string::npos || out.compare(to, 7, " to ptr") != 0) continue;
+    if (out.compare(to + 7, 11, " addrspace(") == 0) continue;  // to a typed space: a real cast
+    out.replace(at, cast.size(), "bitcast ");
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string air_target() {
@@ -80,11 +106,7 @@ runtime::ModuleSource lower_air(const air::Function& f, const air::AirFunction& 
   backends::AirModule m(f, r, constants);
   const Api& a = m.api;
   m.run_initializers_in_thunk();
-  // NVPTX has no address space 2: AIR's constant buffers are global memory.
-  m.edit([](std::string ir) {
-    for (std::size_t at = 0; (at = ir.find("addrspace(2)", at)) != std::string::npos; at += 12) ir[at + 10] = '1';
-    return ir;
-  });
+  m.edit(generic_constant_space);
   std::unique_ptr<std::remove_pointer_t<LLVMTargetMachineRef>, void (*)(LLVMTargetMachineRef)> tm(
       ptx_machine(a), a.LLVMDisposeTargetMachine);
   runtime::ModuleSource out;

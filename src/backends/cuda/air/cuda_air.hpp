@@ -1,6 +1,6 @@
 // AIR (an Apple .metallib function) lowered for CUDA through LLVM's NVPTX
 // backend: the module's constant address space (2, which NVPTX has no
-// pointers of) made global (1); its threadgroup variables (3) are NVPTX's
+// pointers of) made generic; its threadgroup variables (3) are NVPTX's
 // shared memory as they are; emitted as PTX, which build_module links
 // (nvJitLink) with the entry and the runtime functions NVRTC builds from
 // C++ over bronze_metal_cuda.h (backends/air_lowering), so AIR kernels
