@@ -118,6 +118,15 @@ nb::dict function_dict(const air::Function& f, const air::AirFunction& a, const 
 void bind_metallib(nb::module_& m) {
   m.def("_llvm_status", [] { return jit::llvm::status(); },
         "Which libLLVM bronze loaded (for Apple .metallib files), or why none.");
+  m.def("_metallib_bitcode", [](nb::bytes data, std::vector<std::string> names) {
+    const air::Metallib lib = air::read_metallib(static_cast<const std::uint8_t*>(data.data()), data.size());
+    nb::list out;
+    for (const air::Function& f : lib.functions)
+      if (std::find(names.begin(), names.end(), f.name) != names.end())
+        out.append(nb::make_tuple(nb::str(f.name.c_str()), static_cast<int>(f.type),
+                                  nb::bytes(reinterpret_cast<const char*>(f.bitcode), f.bitcode_size)));
+    return out;
+  }, "The named functions of an Apple .metallib: (name, type, bitcode without its wrapper).");
   m.def("_metallib_info", [](nb::bytes data, std::vector<std::string> names) {
     const auto* bytes = static_cast<const std::uint8_t*>(data.data());
     const air::Metallib lib = air::read_metallib(bytes, data.size());

@@ -10,8 +10,9 @@ real ones."""
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import struct
+
+from bronze import _metallib
 
 _LIB_NAMES = [f"libLLVM.so.{v}.1" for v in range(22, 16, -1)] + [f"libLLVM-{v}.so" for v in range(22, 16, -1)]
 
@@ -61,36 +62,7 @@ def assemble(ir: str) -> bytes:
         LLVM.LLVMContextDispose(ctx)
 
 
-def _tag(name: bytes, data: bytes) -> bytes:
-    return name + struct.pack("<H", len(data)) + data
-
-
-def pack(functions: list[tuple[str, bytes]], kind: int = 2) -> bytes:
-    """A .metallib of (name, bitcode) functions, as Apple's tools lay it out."""
-    entries, modules = [], b""
-    for name, bitcode in functions:
-        # LLVM wraps bitcode for Apple triples itself; Apple's files have the wrapper.
-        wrapped = bitcode if bitcode[:4] == b"\xde\xc0\x17\x0b" else (
-            struct.pack("<5I", 0x0B17C0DE, 0, 20, len(bitcode), 0xFFFFFFFF) + bitcode)
-        fields = (_tag(b"NAME", name.encode() + b"\0") + _tag(b"TYPE", bytes([kind])) +
-                  _tag(b"HASH", hashlib.sha256(bitcode).digest()) +
-                  _tag(b"OFFT", struct.pack("<3Q", 0, 0, len(modules))) +
-                  _tag(b"VERS", struct.pack("<4H", 2, 6, 3, 1)) + _tag(b"MDSZ", struct.pack("<Q", len(wrapped))) +
-                  b"ENDT")
-        entries.append(struct.pack("<I", 4 + len(fields)) + fields)
-        modules += wrapped
-    listing = b"".join(entries)
-    header = 88
-    list_off, list_size = header, len(listing)
-    meta_off = list_off + 4 + list_size
-    meta = b"\x08\0\0\0ENDT" * len(functions)
-    bc_off = meta_off + 2 * len(meta)
-    size = bc_off + len(modules)
-    head = (b"MTLB" + struct.pack("<HHHBBHH", 0x8001, 2, 7, 0, 0x81, 14, 0) + struct.pack("<Q", size) +
-            struct.pack("<8Q", list_off, list_size, meta_off, len(meta), meta_off + len(meta), len(meta),
-                        bc_off, len(modules)))
-    assert len(head) == header
-    return head + struct.pack("<I", len(functions)) + listing + meta + meta + modules
+pack = _metallib.pack
 
 
 def fat(*slices: bytes) -> bytes:

@@ -71,6 +71,16 @@ def test_a_fat_file_is_read_through_its_metal_slice(library):
     assert [f["name"] for f in _metallib.read_info(fat, ["row_sum_float"])["functions"]] == ["row_sum_float"]
 
 
+def test_a_subset_holds_only_the_named_kernels(library):
+    # What real-kernels --subset writes: the named functions' bitcode as it was.
+    part = _metallib.subset(library, ["row_sum_float"])
+    assert [f["name"] for f in _metallib.read_info(part)["functions"]] == ["row_sum_float"]
+    assert by_name(_metallib.read_info(part))["row_sum_float"]["hash"] == by_name(
+        _metallib.read_info(library))["row_sum_float"]["hash"]
+    with pytest.raises(ValueError, match="no function named nothing_here"):
+        _metallib.subset(library, ["row_sum_float", "nothing_here"])
+
+
 @pytest.mark.parametrize("cut, match", [
     (lambda d: d[:20], "the file size at byte 16 runs past the end"),
     (lambda d: d[: len(d) - 100], "truncated"),
