@@ -103,7 +103,7 @@ def pack(functions: list[tuple[str, bytes]], kind: int = 2) -> bytes:
         wrapped = bitcode if bitcode[:4] == b"\xde\xc0\x17\x0b" else (
             struct.pack("<5I", 0x0B17C0DE, 0, 20, len(bitcode), 0xFFFFFFFF) + bitcode)
         fields = (_tag(b"NAME", name.encode() + b"\0") + _tag(b"TYPE", bytes([kind])) +
-                  _tag(b"HASH", hashlib.sha256(bitcode).digest()) +
+                  _tag(b"HASH", hashlib.sha256(wrapped).digest()) +  # as Apple's: of the wrapped module
                   _tag(b"OFFT", struct.pack("<3Q", 0, 0, len(modules))) +
                   _tag(b"VERS", struct.pack("<4H", 2, 6, 3, 1)) + _tag(b"MDSZ", struct.pack("<Q", len(wrapped))) +
                   b"ENDT")
