@@ -111,7 +111,6 @@ void drop_guarded(air::AirFunction& r, const std::vector<std::pair<std::string, 
   k.bound = std::move(bound);
 }
 
-
 // The given function constants keyed by name: an index
 // ([[function_constant(n)]]) becomes its constant's name, as Metal's
 // MTLFunctionConstantValues takes either. A key naming no constant of the
@@ -165,7 +164,8 @@ std::pair<runtime::ModuleObject, KernelInfo> air_object(const air::Function& f,
   const auto constants = constants_by_name(r, given);
   runtime::ModuleSource lowered = backend.lower_air(f, r, constants);
   lowered.gpu_arch = gpu_arch;
-  jit::log(jit::LogLevel::Info, [&] { return "lower " + jit::LogScope::name() + " with LLVM: done in " + jit::elapsed(start); });
+  jit::log(jit::LogLevel::Info,
+           [&] { return "lower " + jit::LogScope::name() + " with LLVM: done in " + jit::elapsed(start); });
   runtime::ModuleObject object = backend.build(lowered);
   if (!object.ok)  // bronze's own code (the entry) did not compile: bronze's error, not the file's
     throw Error("kernel '" + f.name + "' from the .metallib: its entry did not build:\n" + object.diagnostics);
