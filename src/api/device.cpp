@@ -6,6 +6,7 @@
 #include "bronze/error.hpp"
 #include "backends/cuda/cublas.hpp"
 #include "backends/cuda/driver_api.hpp"
+#include "backends/cuda/nvjitlink.hpp"
 #include "backends/cuda/nvrtc.hpp"
 #include "jit/warnings.hpp"
 #include "runtime/device_impl.hpp"
@@ -68,7 +69,9 @@ DeviceProperties get_device_properties(std::optional<Device> d) {
 
 std::string cuda_status() {
   std::string s = cuda::status();
-  if (cuda::driver()) s += "; " + cuda::nvrtc_status() + "; " + cuda::cublas_status();
+  if (cuda::driver())
+    s += "; " + cuda::nvrtc_status() + "; " + cuda::cublas_status() + "; " + cuda::nvjitlink_status() +
+         " for Apple .metallib kernels";
   return s + "; " + runtime::nvtx::status();
 }
 
