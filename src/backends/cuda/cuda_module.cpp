@@ -13,7 +13,8 @@ namespace {
 // of its parts.
 void link_objects(runtime::ModuleObject& o, const runtime::ModuleSource& src) {
   jit::Sha256 h;
-  h.update(o.cache_key).update("\0", 1).update(nvjitlink_status()).update("\0", 1).update(std::to_string(src.gpu_arch));
+  h.update(o.cache_key).update("\0", 1).update(nvjitlink_status());
+  for (const std::string& option : nvjitlink_options(src.gpu_arch)) h.update("\0", 1).update(option);
   for (const auto& [name, bytes] : src.objects) h.update("\0", 1).update(name).update("\0", 1).update(bytes);
   const std::string key = h.hex(), suffix = ".linked.cubin";
   jit::DiskCache& cache = jit::DiskCache::instance();

@@ -56,16 +56,25 @@ const Lib& lib() {
 }  // namespace
 
 bool nvjitlink_available() { return lib().create != nullptr; }
+
+std::vector<std::string> nvjitlink_options(int arch) {
+  // 64 registers a thread: 1,024 threads a group fit, as Metal lets a
+  // kernel run them (MLX's sdpa_vector and looped softmax do); linked code
+  // calls across its parts and would otherwise take more (78 for sdpa_vector).
+  return {"-arch=sm_" + std::to_string(arch), "-maxrregcount=64"};
+}
 std::string nvjitlink_status() { return lib().status; }
 
 std::vector<char> nvjitlink(const std::vector<std::pair<LinkInput, std::pair<std::string, std::string>>>& parts,
                             int arch) {
   const Lib& l = lib();
   if (!l.create) throw NotSupportedError("linking an Apple .metallib kernel for CUDA needs nvJitLink: " + l.status);
-  const std::string arch_option = "-arch=sm_" + std::to_string(arch);
-  const char* options[] = {arch_option.c_str()};
+  const std::vector<std::string> given = nvjitlink_options(arch);
+  std::vector<const char*> options;
+  for (const std::string& o : given) options.push_back(o.c_str());
   nvJitLinkHandle h = nullptr;
-  if (l.create(&h, 1, options) != 0) throw Error("nvJitLink could not start a link for sm_" + std::to_string(arch));
+  if (l.create(&h, static_cast<unsigned>(options.size()), options.data()) != 0)
+    throw Error("nvJitLink could not start a link for sm_" + std::to_string(arch));
   std::unique_ptr<nvJitLinkHandle, void (*)(nvJitLinkHandle*)> owned(&h, [](nvJitLinkHandle* p) { lib().destroy(p); });
   auto failed = [&](const std::string& what) {
     std::size_t n = 0;

@@ -15,6 +15,9 @@ std::string nvjitlink_status();  // the library and version loaded, or why none
 
 enum class LinkInput { Cubin, Ptx };
 
+// The options nvjitlink() links with (part of a linked cubin's cache key).
+std::vector<std::string> nvjitlink_options(int arch);
+
 // A cubin for sm_<arch> linked from the parts (kind, name, bytes). Throws
 // NotSupportedError without nvJitLink, Error with the linker's log when the
 // parts do not link.
