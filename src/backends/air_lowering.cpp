@@ -112,14 +112,16 @@ std::string scalar_type(const std::string& llvm, bool is_signed) {
 // pointers (Direct, Pointer). Narrower integers arrive with undefined upper
 // bits (LLVM's call sets no zeroext), and what half and bfloat are depends
 // on the compiler: those go as 32 zero-extended bits (Wide, Bits). Vectors
-// go through memory; a simdgroup matrix (<64 x T>) is the lane's two
-// elements of it.
+// go through memory. A simdgroup matrix (<64 x T>, Matrix) is the lane's two
+// elements of it, taken out and put back by element: the other 62 are never
+// moved (and a 64-wide vector in memory is what NVPTX handles worst).
 struct Crossing {
-  enum Kind { Direct, Wide, Bits, Memory, Pointer } kind = Direct;
-  std::string llvm;  // the value's LLVM type
-  std::string c;     // what the body sees
-  std::string elem;  // its scalar's C++ type (a vector's element)
-  int lanes = 0;     // Memory: the elements the body sees
+  enum Kind { Direct, Wide, Bits, Memory, Matrix, Pointer } kind = Direct;
+  std::string llvm;       // the value's LLVM type
+  std::string c;          // what the body sees
+  std::string elem;       // its scalar's C++ type (a vector's element)
+  std::string elem_llvm;  // Matrix: the element's LLVM type
+  int lanes = 0;          // Memory, Matrix: the elements the body sees
 };
 
 std::optional<Crossing> crossing(const std::string& llvm, bool is_signed) {
@@ -135,9 +137,11 @@ std::optional<Crossing> crossing(const std::string& llvm, bool is_signed) {
     const std::string n = llvm.substr(1, by == std::string::npos ? 0 : by - 1);
     const std::string e = by == std::string::npos ? "" : llvm.substr(by + 3, llvm.size() - by - 4);
     x.elem = scalar_type(e, is_signed);
+    x.elem_llvm = e;
     x.lanes = n == "2" || n == "3" || n == "4" ? n[0] - '0' : n == "64" ? 2 : 0;
     if (x.elem.empty() || x.elem == "bool" || !x.lanes) return std::nullopt;
-    x.kind = Crossing::Memory;
+    x.kind = n == "64" ? Crossing::Matrix : Crossing::Memory;
+    if (x.kind == Crossing::Matrix && e != "float" && e != "half" && e != "bfloat") return std::nullopt;
     x.c = "metal::vec<" + x.elem + ", " + std::to_string(x.lanes) + ">";
     return x;
   }
@@ -256,6 +260,24 @@ RuntimeFunction runtime_function(const air::AirFunction::Intrinsic& in, const st
         c_params += sep + "ptr";
         ir_args += sep + "ptr " + v + ".m";
         break;
+      case Crossing::Matrix: {  // its elements 0 and 1, as float or as 32 bits
+        const bool bits = p->elem_llvm != "float";
+        std::string pair;
+        for (int j = 0; j < 2; ++j) {
+          const std::string e = v + ".e" + std::to_string(j), w = x + "_" + std::to_string(j);
+          ir_body += "  " + e + " = extractelement " + p->llvm + " " + v + ", i64 " + std::to_string(j) + "\n";
+          if (bits) {
+            ir_body += "  " + e + ".b = bitcast " + p->elem_llvm + " " + e + " to i16\n  " + e + ".w = zext i16 " + e +
+                       ".b to i32\n";
+          }
+          decl += (j ? ", " : sep) + std::string(bits ? "uint32_t " : "float ") + w;
+          c_params += (j ? ", " : sep) + std::string(bits ? "i32" : "float");
+          ir_args += (j ? ", " : sep) + (bits ? "i32 " + e + ".w" : "float " + e);
+          pair += (j ? ", " : "") + (bits ? "metal::as_type<" + p->elem + ">(uint16_t(" + w + "))" : w);
+        }
+        unpack += "  const " + p->c + " " + x + "(" + pair + ");\n";
+        break;
+      }
     }
   }
   std::string body = l->body;
@@ -303,6 +325,19 @@ RuntimeFunction runtime_function(const air::AirFunction::Intrinsic& in, const st
         ir_call = "  call void @" + cfn + "(" + ir_args + sep + "ptr %r.m)\n  %r = load " + t + ", ptr %r.m, align 16\n";
         ir_ret = "  ret " + t + " %r\n";
         break;
+      case Crossing::Matrix: {  // its elements 0 and 1 written to two slots, put into a vector
+        const std::string e = ret->elem_llvm;
+        decl += sep + ret->elem + "* r_m";
+        c_params += sep + "ptr";
+        c_result += "  r_m[0] = v[0];\n  r_m[1] = v[1];\n";
+        ir_allocas += "  %r.m = alloca [2 x " + e + "], align 16\n";
+        ir_call = "  call void @" + cfn + "(" + ir_args + sep + "ptr %r.m)\n  %r.p1 = getelementptr " + e +
+                  ", ptr %r.m, i64 1\n  %r.0 = load " + e + ", ptr %r.m\n  %r.1 = load " + e + ", ptr %r.p1\n" +
+                  "  %r.v = insertelement " + t + " poison, " + e + " %r.0, i64 0\n  %r = insertelement " + t +
+                  " %r.v, " + e + " %r.1, i64 1\n";
+        ir_ret = "  ret " + t + " %r\n";
+        break;
+      }
     }
   }
   const std::string c_ret_llvm = c_ret == "void" ? "void" : c_ret == "uint32_t" ? "i32" : ret->kind == Crossing::Pointer ? "ptr" : ret->llvm;
