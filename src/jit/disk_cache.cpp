@@ -332,9 +332,16 @@ std::string DiskCache::make_work_dir() {
       static_cast<unsigned long long>(fs.f_bavail) * fs.f_frsize < kMinFree)
     degrade("full: " + std::to_string(static_cast<unsigned long long>(fs.f_bavail) * fs.f_frsize / 1024) +
             " KiB free on its file system");
+  // Canonical: the shader front end matches paths inside it lexically, so
+  // a "..", a "." or a link in $BRONZE_CACHE_DIR or $TMPDIR must not reach it.
+  const auto canonical = [](const std::string& d) {
+    std::error_code ec;
+    std::string c = fs::canonical(d, ec);
+    return ec ? d : c;
+  };
   if (writable()) {
     std::string d = make_build_dir(dir_);
-    if (!d.empty()) return d;
+    if (!d.empty()) return canonical(d);
     const int err = errno;
     degrade(std::string("cannot create a build folder in it: ") + std::strerror(err));
   }
@@ -342,7 +349,7 @@ std::string DiskCache::make_work_dir() {
   const std::string base = temp_base();
   std::string d = make_build_dir(base);
   if (d.empty()) throw Error("cannot create a build directory under " + base + ": " + std::strerror(errno));
-  return d;
+  return canonical(d);
 }
 
 void DiskCache::trim(const std::string& keep) {

@@ -53,7 +53,8 @@ class DiskCache {
   // `data` as an entry for `key`, when the cache can be written; entries
   // written so are shortcuts: one that cannot be stored is left out.
   void write(const std::string& key, const std::string& suffix, const std::string& data, bool counted = true);
-  // A fresh private directory for a compiler run (inside the cache when on).
+  // A fresh private directory for a compiler run (inside the cache when on),
+  // by its canonical path.
   std::string make_work_dir();
   // A name of this process's own for the file at `path` (an entry, or a
   // build about to be stored): a hard link another process's trim cannot

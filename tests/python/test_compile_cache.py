@@ -213,6 +213,27 @@ def test_a_relative_cache_folder_is_where_the_process_started(tmp_path):
     assert not (tmp_path / "sub" / "relcache").exists()
 
 
+@pytest.mark.parametrize("how", ["dotdot", "link", "tmpdir"])
+def test_standard_headers_are_found_whatever_the_build_folders_path(tmp_path, how):
+    # `BRONZE_CACHE_DIR=$PWD/../cache` (the GPU check's bench run) made every
+    # <metal_*> include "no such file": the front end matched build paths as text.
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    env = dict(os.environ)
+    env.pop("BRONZE_CACHE_DISABLE", None)
+    if how == "dotdot":
+        env["BRONZE_CACHE_DIR"] = f"{tmp_path}/sub/../cache"
+    elif how == "link":
+        env["BRONZE_CACHE_DIR"] = f"{tmp_path}/link/cache"
+    else:  # no cache: builds go to $TMPDIR
+        env.update(BRONZE_CACHE_DISABLE="1", TMPDIR=f"{tmp_path}/sub/../real")
+    src = "#include <metal_stdlib>\n#include <metal_integer>\nusing namespace metal;\n" + KERNEL % "clamp(3.0f, 0.0f, 2.0f)"
+    out = subprocess.run([sys.executable, "-c", PROBE, src], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["x"] == [2.0] * 4
+
+
 def compile_in_threads(n, src):
     """compile_shader(src) in n threads released together: (libraries, errors)."""
     import threading

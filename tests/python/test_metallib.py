@@ -279,8 +279,6 @@ def test_simdgroup_matrices_multiply_in_apples_thread_elements_layout():
     np.testing.assert_allclose(got, a.astype(np.float64) @ b + c, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.xfail(bronze.current_device().type == "cuda", strict=True,
-                   reason="wrong values on CUDA (an H100, session 32), right on the CPU: not yet found")
 def test_simdgroup_matrix_load_store_and_a_mixed_multiply():
     lib = bronze.load_metallib(air.pack([("load_mma_store", air.assemble(air.MATRIX_LOAD_STORE))]))
     rng = np.random.default_rng(4)
