@@ -406,7 +406,7 @@ std::string thunk_ir(const Api& a, LLVMValueRef kernel, const std::string& name,
     init += "  call void @\"" + f + "\"()\n";
   }
   return declare + "declare void @\"" + name + "\"(" + decl + ")\n\n"
-         "define hidden void @bronze_air_thunk(ptr %buffers, ptr %positions, ptr %tg) {\n" + init + body +
+         "define hidden void @bronze_air_thunk(ptr %buffers, ptr %positions, ptr %tg) #1 {\n" + init + body +
          "  call void @\"" + name + "\"(" + call + ")\n  ret void\n}\n";
 }
 
@@ -511,8 +511,10 @@ std::string AirModule::emit(LLVMTargetMachineRef tm, const std::string& triple, 
   LLVMModuleRef m = module->get();
   LLVMValueRef kernel = a.LLVMGetNamedFunction(m, f_.name.c_str());
   if (!kernel) throw ValueError("'" + f_.name + "': its module does not define it");
+  // The thunk is "no-builtins" as Apple's functions are: LLVM inlines no
+  // such function into one without it, and the kernel must inline.
   Module thunk(ctx, thunk_ir(a, kernel, f_.name, r_.kernel, initializers_) + adapters_ +
-                        "attributes #0 = { alwaysinline nounwind }\n",
+                        "attributes #0 = { alwaysinline nounwind }\nattributes #1 = { nounwind \"no-builtins\" }\n",
                "'" + f_.name + "''s thunk");
   LLVMTargetDataRef layout = a.LLVMCreateTargetDataLayout(tm);
   const std::string dl = take_message(a, a.LLVMCopyStringRepOfTargetData(layout));
