@@ -13,6 +13,7 @@
 #include "air/metallib.hpp"
 #include "api/library_impl.hpp"
 #include "api/unit_record.hpp"
+#include "backends/air_process.hpp"
 #include "backends/shader_backend.hpp"
 #include "bronze/error.hpp"
 #include "jit/llvm_api.hpp"
@@ -152,7 +153,8 @@ std::string air_record_key(const air::Function& f, const std::vector<std::pair<s
 // this one's, earlier) is taken from the compile cache without LLVM.
 std::pair<runtime::ModuleObject, KernelInfo> air_object(const air::Function& f,
                                                         const std::vector<std::pair<std::string, std::string>>& given,
-                                                        const backends::ShaderBackend& backend, int gpu_arch) {
+                                                        DeviceType type, int gpu_arch) {
+  const backends::ShaderBackend& backend = backends::shader_backend(type);
   const std::string key = air_record_key(f, given, backend, gpu_arch);
   if (std::optional<UnitRecord> record = read_unit_record(key); record && record->kernels.size() == 1)
     if (auto ref = read_kernel_object(key, 0))
@@ -162,7 +164,7 @@ std::pair<runtime::ModuleObject, KernelInfo> air_object(const air::Function& f,
   jit::llvm::Context ctx(jit::llvm::require("running an Apple .metallib"));
   air::AirFunction r = air::reflect(ctx, f);
   const auto constants = constants_by_name(r, given);
-  runtime::ModuleSource lowered = backend.lower_air(f, r, constants);
+  runtime::ModuleSource lowered = backends::lower_air_isolated(type, f, r, constants);
   lowered.gpu_arch = gpu_arch;
   jit::log(jit::LogLevel::Info,
            [&] { return "lower " + jit::LogScope::name() + " with LLVM: done in " + jit::elapsed(start); });
@@ -186,7 +188,7 @@ void build_air_kernel(LibraryImpl& lib, std::size_t k) {
   std::call_once(src.built[k], [&] {
     const air::Function& f = src.of(k);
     jit::LogScope scope("kernel '" + f.name + "' of an Apple .metallib");
-    auto [object, reflected] = air_object(f, src.constants, backends::shader_backend(lib.device.type),
+    auto [object, reflected] = air_object(f, src.constants, lib.device.type,
                                           runtime::device_impl(lib.device).gpu_arch());
     std::vector<runtime::ModuleKernel> mk(1);
     mk[0].symbol = runtime::kAirEntrySymbol;

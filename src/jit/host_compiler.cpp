@@ -1,5 +1,6 @@
 #include "jit/host_compiler.hpp"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -587,6 +588,14 @@ std::string compile_in(const HostCompiler& cc, const std::string& work, const st
 }  // namespace
 
 int run_helper(const std::vector<std::string>& argv, std::string& messages) { return run(argv, messages); }
+
+std::string helper_path(const std::string& name) {
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<void*>(&run_helper), &info) || !info.dli_fname) return "";
+  std::string dir = info.dli_fname;
+  const std::string path = dir.substr(0, dir.rfind('/') + 1) + name;
+  return ::access(path.c_str(), X_OK) == 0 ? path : std::string();
+}
 
 std::optional<std::string> cached_shared_object(const std::string& key) {
   // What is loaded is a pin of the entry: another process's trim may remove

@@ -103,6 +103,9 @@ struct BuildResult {
 // compiler runs, under the same limits: its exit status, and its output in
 // `messages`. Throws Interrupted when interrupted, ShaderCompileError past a limit.
 int run_helper(const std::vector<std::string>& argv, std::string& messages);
+// The program bronze ships as `name` (bronze-nvrtc, bronze-air): beside the
+// module bronze's code was loaded from (the Python package's folder), else "".
+std::string helper_path(const std::string& name);
 // The shared object cached under `key` (build_shared_object's BuildResult::key),
 // pinned for loading as a hit is; nullopt when the cache has none.
 std::optional<std::string> cached_shared_object(const std::string& key);

@@ -17,7 +17,7 @@ constexpr unsigned kOldest = 17, kNewest = 22;
 struct Loaded {
   Api api;
   bool ok = false;
-  std::string status;
+  std::string status, library;
   void* handle = nullptr;
 };
 
@@ -68,6 +68,7 @@ const Loaded& loaded() {
       a.major = major;
       r.api = a;
       r.handle = h;
+      r.library = name;
       r.ok = true;
       r.status = "LLVM " + std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch) +
                  " (" + name + ")";
@@ -101,6 +102,7 @@ bool initialize_target(const std::string& name) {
   return done[name] = ok;
 }
 const std::string& status() { return loaded().status; }
+const std::string& library() { return loaded().library; }
 
 const Api& require(const std::string& what) {
   if (const Api* a = api()) return *a;

@@ -27,6 +27,7 @@ using LLVMTargetMachineRef = struct LLVMOpaqueTargetMachine*;
 using LLVMPassBuilderOptionsRef = struct LLVMOpaquePassBuilderOptions*;
 using LLVMErrorRef = struct LLVMOpaqueError*;
 using LLVMDiagnosticHandler = void (*)(LLVMDiagnosticInfoRef, void*);
+using LLVMFatalErrorHandler = void (*)(const char* reason);
 constexpr int kDiagnosticError = 0;  // LLVMDSError
 constexpr int kCodeGenLevelAggressive = 3, kRelocPIC = 2, kCodeModelDefault = 0, kAssemblyFile = 0, kObjectFile = 1;
 constexpr int kLocalDynamicTLS = 2, kExternalLinkage = 0, kInternalLinkage = 8, kReturnStatusAction = 2;
@@ -35,6 +36,7 @@ constexpr int kLocalDynamicTLS = 2, kExternalLinkage = 0, kInternalLinkage = 8, 
 #define BRONZE_LLVM_API(X)                                                                                 \
   X(void, LLVMGetVersion, (unsigned*, unsigned*, unsigned*))                                               \
   X(void, LLVMDisposeMessage, (char*))                                                                     \
+  X(void, LLVMInstallFatalErrorHandler, (LLVMFatalErrorHandler))                                           \
   X(LLVMContextRef, LLVMContextCreate, ())                                                                 \
   X(void, LLVMContextDispose, (LLVMContextRef))                                                            \
   X(void, LLVMContextSetDiagnosticHandler, (LLVMContextRef, LLVMDiagnosticHandler, void*))                 \
@@ -129,6 +131,9 @@ struct Api {
 // The loaded API, or nullptr; status() says which library loaded or why none.
 const Api* api();
 const std::string& status();
+// The file of the library loaded ("" when none): what a helper process
+// loads to build as this process would.
+const std::string& library();
 // The API, or NotSupportedError saying what `what` needs and how to get it.
 const Api& require(const std::string& what);
 // Registers one of the loaded LLVM's targets ("NVPTX": its info, target,

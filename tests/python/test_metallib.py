@@ -251,6 +251,24 @@ def test_an_intrinsic_the_runtime_lacks_is_named_at_the_first_call(library):
     assert _metallib.read_info(library)["functions"][1]["cpu"] is True
 
 
+def test_ir_llvm_cannot_build_ends_bronze_air_not_the_caller(library):
+    # An intrinsic of another target verifies, then stops LLVM's code
+    # generator ("Cannot select"): a fatal error, which used to abort Python.
+    on_cuda = bronze.current_device().type == "cuda"
+    name, ty = ("llvm.x86.rdtsc", "i64") if on_cuda else ("llvm.nvvm.read.ptx.sreg.tid.x", "i32")
+    ir = air.AXPBY.replace("  %r = fadd float %ax, %by\n",
+                           f"  %t = call {ty} @{name}()\n  %tf = uitofp {ty} %t to float\n"
+                           "  %r0 = fadd float %ax, %by\n  %r = fadd float %r0, %tf\n")
+    ir = ir.replace("!air.kernel = ", f"declare {ty} @{name}()\n\n!air.kernel = ", 1)
+    lib = bronze.load_metallib(air.pack([("axpby_float", air.assemble(ir))]))
+    with pytest.raises(bronze.NotSupportedError, match=rf"kernel 'axpby_float' cannot be built for .*: LLVM stopped "
+                                                       rf"on it: .*{name}"):
+        lib.axpby_float(bronze.ones(2), bronze.ones(2), bytes(8), threads=2)
+    y = bronze.ones(4)  # bronze goes on
+    bronze.load_metallib(library).axpby_float(bronze.ones(4), y, [1.0, 1.0], threads=4)
+    np.testing.assert_array_equal(y.numpy(), [2, 2, 2, 2])
+
+
 def test_load_metallib_refuses_rebuild_for_apple_files(library):
     with pytest.raises(ValueError, match="carries no source"):
         bronze.load_metallib(library, rebuild=True)

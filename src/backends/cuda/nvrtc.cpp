@@ -133,17 +133,8 @@ std::optional<NvrtcResult> decode_result(const std::string& in) {
 }
 
 namespace {
-// bronze-nvrtc beside the module bronze's code was loaded from (the Python
-// package's folder), if it is there.
 const std::string& worker_path() {
-  static const std::string path = [] {
-    Dl_info info{};
-    if (!dladdr(reinterpret_cast<void*>(&nvrtc_run), &info) || !info.dli_fname) return std::string();
-    std::string dir = info.dli_fname;
-    dir = dir.substr(0, dir.rfind('/') + 1);
-    const std::string worker = dir + "bronze-nvrtc";
-    return ::access(worker.c_str(), X_OK) == 0 ? worker : std::string();
-  }();
+  static const std::string path = jit::helper_path("bronze-nvrtc");
   return path;
 }
 
