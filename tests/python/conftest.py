@@ -1,8 +1,17 @@
 import gc
+import signal
 
 import pytest
 
 import bronze
+
+# Python turns SIGINT into KeyboardInterrupt only if it was not ignored when
+# the process started, and a background job of a non-interactive shell (nohup
+# ..., a CI runner's step) starts with it ignored, as does every child then.
+# The Ctrl-C tests send SIGINT to this process and to children they start:
+# Python's own handler here, and so the default in every child (an exec
+# keeps a signal ignored, never a handler).
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
