@@ -11,7 +11,7 @@ import time
 
 import bronze
 import kernel_ports
-import metallib_rows
+import library_rows
 import simdgroup_gemm
 
 DEV = "cuda:0"
@@ -105,7 +105,7 @@ def main():
     row("mm 4096^2 float32 (cuBLAS)", flops / ours / 1e12, flops / peer / 1e12, "torch mm", "TFLOP/s", True)
     del x, tx
     simdgroup_gemm.run(row, best, bsync, DEV)
-    metallib_rows.run(row, best, bsync, DEV)
+    library_rows.run(row, best, bsync, DEV, torch)
 
     e0, e1 = bronze.Event(enable_timing=True), bronze.Event(enable_timing=True)
     t0, t1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
