@@ -97,12 +97,18 @@ def run(row, best, bsync, dev, torch):
                 a, b = t16(k, k, dtype=tdt), t16(k, k, dtype=tdt)
                 row(f"MLX steel GEMM {k}^3 {name}", 2 * k ** 3 / t["source"] / 1e12,
                     2 * k ** 3 / peer(lambda: a @ b) / 1e12, "torch mm (cuBLAS)", "TFLOP/s", True)
-        for n in (8192, 1024):  # decoding: one query token, 32 query heads over 8 key/value heads, D = 128
-            t = timed(f"MLX sdpa_vector {n} keys", src, src.sdpa_vector, np.float16, 128, 32, 4, 1, n, False)
+        # Decoding: one query token, 32 query heads over 8 key/value heads, D =
+        # 128. MLX takes its two-pass kernel from 1,024 keys on a Max or Ultra
+        # (blocks as on a Max: 128) and from 4,096 with GQA on any chip; the
+        # one-pass kernel below that.
+        for n, how, case, args in ((8192, "2pass", src.sdpa_vector_2pass, (np.float16, 128, 32, 4, 8192, 128)),
+                                   (1024, "2pass", src.sdpa_vector_2pass, (np.float16, 128, 32, 4, 1024, 128)),
+                                   (1024, "1pass", src.sdpa_vector, (np.float16, 128, 32, 4, 1, 1024, False))):
+            t = timed(f"MLX sdpa_vector {how} {n} keys", src, case, *args)
             if t:
                 q, kv = t16(1, 32, 1, 128), (t16(1, 8, n, 128), t16(1, 8, n, 128))
                 nbytes = 2 * 8 * n * 128 * 2  # keys and values, read once
-                row(f"MLX sdpa_vector D128 32/8 heads {n} keys f16", nbytes / t["source"] / 1e9,
+                row(f"MLX sdpa_vector {how} D128 32/8 heads {n} keys f16", nbytes / t["source"] / 1e9,
                     nbytes / peer(lambda: F.scaled_dot_product_attention(q, *kv, enable_gqa=True)) / 1e9,
                     "torch SDPA", "GB/s", True)
         t = timed("MLX affine_qmv_fast", src, src.qmv, "affine_qmv_fast", np.float16, 4, 64, 1, k, k)
