@@ -145,6 +145,11 @@ def run(row, best, bsync, dev, torch):
         if t:
             row(f"llama.cpp soft_max_f32_4 {rows}x{cols}", nbytes / t["source"] / 1e9,
                 nbytes / peer(lambda: torch.softmax(x, -1)) / 1e9, "torch softmax", "GB/s", True)
+        t = timed("llama.cpp argsort", lib, lib.argsort, rows, 1024)
+        if t:
+            xs = t16(rows, 1024, dtype=torch.float32)
+            row(f"llama.cpp argsort_f32_i32 {rows}x1024", t["source"] * 1e6,
+                peer(lambda: torch.argsort(xs, -1)) * 1e6, "torch argsort", "us")
         t = timed("llama.cpp mul_mv_q4_0_f32", lib, lib.mul_mv, "q4_0", k, 1, k)
         if t:
             xv, wd = t16(1, k), t16(k, k)
