@@ -90,8 +90,8 @@ def run(row, best, bsync, dev, torch):
     if mlx:
         src = rk.Mlx(mlx, None, dev, False, timer)
         torch.backends.cuda.matmul.allow_tf32 = False  # float32 GEMM as Metal computes it: FP32, not TF32
-        for dt, tdt in ((np.float16, torch.float16), (np.float32, torch.float32)):
-            name = np.dtype(dt).name
+        for dt, tdt in ((np.float16, torch.float16), (rk.BFLOAT16, torch.bfloat16), (np.float32, torch.float32)):
+            name = rk.DTYPES[dt].name
             t = timed(f"MLX steel GEMM {name}", src, src.gemm, "nn", dt, k, k, k, 64, 64, 16, 2, 2)
             if t:
                 a, b = t16(k, k, dtype=tdt), t16(k, k, dtype=tdt)
