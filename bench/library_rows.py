@@ -5,8 +5,8 @@ calls run()); ratio > 1: bronze's side is faster.
   compiled from MLX's source by bronze: an elementwise kernel, a reduction
   and a GEMM (the .metallib path's goal: within 10%).
 - MLX's and llama.cpp's hot kernels, compiled from their sources, against the
-  torch op that does the same job: steel GEMM against cuBLAS, decoding
-  attention against SDPA, 4-bit matrix-vector products against a dense
+  torch op that does the same job: steel GEMM against cuBLAS, prefill and
+  decoding attention against SDPA, argsort against torch's, 4-bit matrix-vector products against a dense
   float16 GEMV (reading 4x fewer bytes, they should be faster), rms_norm and
   softmax against torch's.
 
@@ -97,6 +97,14 @@ def run(row, best, bsync, dev, torch):
                 a, b = t16(k, k, dtype=tdt), t16(k, k, dtype=tdt)
                 row(f"MLX steel GEMM {k}^3 {name}", 2 * k ** 3 / t["source"] / 1e12,
                     2 * k ** 3 / peer(lambda: a @ b) / 1e12, "torch mm (cuBLAS)", "TFLOP/s", True)
+        # Prefill: 4,096 tokens over themselves, 8 heads, D = 128.
+        t = timed("MLX steel attention", src, src.steel_attention, np.float16, 128, 8, 1, 4096, False)
+        if t:
+            q, kk, v = (t16(1, 8, 4096, 128) for _ in range(3))
+            flops = 4 * 8 * 4096 * 4096 * 128
+            row("MLX steel attention D128 8 heads 4096 tokens f16", flops / t["source"] / 1e12,
+                flops / peer(lambda: F.scaled_dot_product_attention(q, kk, v)) / 1e12, "torch SDPA (flash)",
+                "TFLOP/s", True)
         # Decoding: one query token, 32 query heads over 8 key/value heads, D =
         # 128. MLX takes its two-pass kernel from 1,024 keys on a Max or Ultra
         # (blocks as on a Max: 128) and from 4,096 with GQA on any chip; the
