@@ -50,10 +50,22 @@ namespace {
 using shader::arg_label;
 constexpr int kSimdWidth = 32;
 
-std::string join_names(const detail::LibraryImpl& lib) {
+// What a lookup of `name` failed against: every kernel of a small library;
+// of a large one (MLX's .metallib has 17,248) the nearest few names.
+std::string known_kernels(const detail::LibraryImpl& lib, const std::string& name) {
+  constexpr std::size_t kAll = 16, kNearest = 5;
+  std::vector<std::pair<std::size_t, const std::string*>> names;
+  for (const auto& k : lib.kernels) names.emplace_back(0, &k.name);
+  if (names.empty()) return "its kernels: (none)";
   std::string s;
-  for (const auto& k : lib.kernels) s += (s.empty() ? "" : ", ") + k.name;
-  return s.empty() ? "(none)" : s;
+  if (names.size() <= kAll) {
+    for (const auto& [d, n] : names) s += (s.empty() ? "" : ", ") + *n;
+    return "its kernels: " + s;
+  }
+  for (auto& [d, n] : names) d = shader::edit_distance(name, *n);
+  std::partial_sort(names.begin(), names.begin() + kNearest, names.end());
+  for (std::size_t i = 0; i < kNearest; ++i) s += (s.empty() ? "" : ", ") + *names[i].second;
+  return "the nearest of its " + std::to_string(names.size()) + " kernels: " + s + " (dir(lib) lists them all)";
 }
 
 // A kernel command in the capture file: the library (its source once),
@@ -897,7 +909,7 @@ Kernel Library::kernel(const std::string& name) const {
     if (impl_->kernels[i].name == name) return Kernel(impl_, static_cast<int>(i));
   if (!impl_->no_kernels_why.empty())
     throw KernelNotFoundError("the library has no kernel '" + name + "': " + impl_->no_kernels_why);
-  throw KernelNotFoundError("the library has no kernel '" + name + "'; its kernels: " + join_names(*impl_));
+  throw KernelNotFoundError("the library has no kernel '" + name + "'; " + known_kernels(*impl_, name));
 }
 
 Kernel Library::specialize(const std::string& name,

@@ -59,22 +59,6 @@ const char* const kUnsupportedAttributes[] = {
     "amplification_count", "mesh_grid_properties", "visible_function_table", "intersection_function_table",
     "instance_acceleration_structure", "primitive_acceleration_structure", "threadgroup_imageblock"};
 
-// Levenshtein distance, for "did you mean".
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diag = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
 // The known attribute of a kernel parameter nearest to `name`, or null
 // when none is near (a third of its letters or fewer differ).
 const char* nearest_attribute(const std::string& name) {
@@ -1284,6 +1268,21 @@ bool global_qualifier(const std::vector<Token>& t, std::size_t i) {
   if (prev.kind == Token::Ident) return is_specifier(prev.text) || words.count(prev.text) > 0;
   if (prev.text == ">") return closes_template_header(t, i - 1);
   return prev.text != ")" && prev.text != "]";
+}
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
+      diag = up;
+    }
+  }
+  return row[b.size()];
 }
 
 const char* attribute_field(const std::string& attribute) {

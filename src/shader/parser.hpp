@@ -145,6 +145,9 @@ bool is_specifier(const std::string& x);
 // than continuing one (`a::b`): the unit's global namespace is bronze_msl.
 bool global_qualifier(const std::vector<Token>& t, std::size_t i);
 
+// Levenshtein distance, for "did you mean".
+std::size_t edit_distance(const std::string& a, const std::string& b);
+
 // Thread-position attribute name -> its value as an expression over a
 // bronze_rt::ids named `id` ("id.tpig", or one computed from the fields), or
 // nullptr.

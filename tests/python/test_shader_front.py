@@ -1183,3 +1183,17 @@ def test_many_defines_and_file_names_with_escapes():
     # A #line name with escapes was shown without its backslashes ('anb"c').
     with pytest.raises(bronze.ShaderCompileError, match=r'^a\\nb"c:5:41: error: .*nope'):
         bronze.compile_shader('#line 5 "a\\nb\\"c"\nkernel void k(device float* o) { o[0] = nope; }\n')
+
+
+def test_an_unknown_kernel_of_a_large_library_names_the_nearest_few():
+    # Every name of a small library, the nearest five of a large one (a
+    # lookup in MLX's .metallib listed all 17,248).
+    names = [f"gemm_{t}_bm{bm}" for t in ("float", "half", "bfloat") for bm in (16, 32, 64, 128, 256, 512, 1024)]
+    lib = bronze.compile_shader("".join(f"kernel void {n}(device float* x) {{ x[0] = 1; }}\n" for n in names))
+    with pytest.raises(bronze.KernelNotFoundError) as e:
+        lib.gemm_half_bm63
+    message = str(e.value)
+    assert "the nearest of its 21 kernels: gemm_half_bm64, " in message and "(dir(lib) lists them all)" in message
+    assert sum(n in message.split("kernels: ")[1] for n in names) == 5
+    with pytest.raises(bronze.KernelNotFoundError, match=r"its kernels: a, b$"):
+        bronze.compile_shader("kernel void a(device float* x) {}\nkernel void b(device float* x) {}\n").c
