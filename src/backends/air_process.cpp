@@ -10,9 +10,7 @@
 #include "jit/disk_cache.hpp"
 #include "jit/files.hpp"
 #include "jit/host_compiler.hpp"
-#include "jit/interrupt.hpp"
 #include "jit/llvm_api.hpp"
-#include "jit/log.hpp"
 #include "jit/serial.hpp"
 #include "jit/warnings.hpp"
 
