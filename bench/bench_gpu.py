@@ -1,9 +1,10 @@
 """bronze on CUDA against torch.cuda and CuPy in the same run (scripts/gpu-check
 runs it on the GPU machine). Prints a table; ratio > 1: bronze is faster.
 
-    python bench/bench_gpu.py
+    python bench/bench_gpu.py [--libraries-only]
 """
 
+import argparse
 import os
 import subprocess
 import sys
@@ -31,6 +32,10 @@ def best(fn, sync, repeat=5, number=1):
 
 
 def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--libraries-only", action="store_true",
+                    help="only the real libraries' kernels (bench/library_rows.py): a short GPU run")
+    args = ap.parse_args()
     import torch
 
     try:
@@ -38,12 +43,24 @@ def main():
     except ImportError:
         cupy = None
     bsync = lambda: bronze.synchronize(DEV)
-    tsync = torch.cuda.synchronize
     rows = []
 
     def row(name, ours, peer, peer_name, unit, higher_better=False):
         rows.append((name, ours, peer, peer_name, unit, (ours / peer) if higher_better else (peer / ours)))
 
+    if args.libraries_only:
+        library_rows.run(row, best, bsync, DEV, torch)
+    else:
+        all_rows(row, bsync, torch, cupy)
+    print(f"\nbronze {bronze.__version__} on {bronze.get_device_properties(DEV).name}; torch {torch.__version__}"
+          + (f", cupy {cupy.__version__}" if cupy else ""))
+    print(f"{'benchmark':<52} {'bronze':>10} {'peer':>10}  {'unit':<8} {'ratio':>6}  peer")
+    for name, ours, peer, peer_name, unit, ratio in rows:
+        print(f"{name:<52} {ours:10.3f} {peer:10.3f}  {unit:<8} {ratio:6.2f}  {peer_name}")
+
+
+def all_rows(row, bsync, torch, cupy):
+    tsync = torch.cuda.synchronize
     n = 20000
     ours = best(lambda: bronze.empty(256, device=DEV), bsync, number=n)
     row("alloc+free 1 KiB", ours * 1e6, best(lambda: torch.empty(256, device="cuda"), tsync, number=n) * 1e6,
@@ -123,12 +140,6 @@ def main():
 
     row("event record x2 + elapsed_time", best(bev, bsync, number=2000) * 1e6, best(tev, tsync, number=2000) * 1e6,
         "torch.cuda.Event", "us")
-
-    print(f"\nbronze {bronze.__version__} on {bronze.get_device_properties(DEV).name}; torch {torch.__version__}"
-          + (f", cupy {cupy.__version__}" if cupy else ""))
-    print(f"{'benchmark':<42} {'bronze':>10} {'peer':>10}  {'unit':<8} {'ratio':>6}  peer")
-    for name, ours, peer, peer_name, unit, ratio in rows:
-        print(f"{name:<42} {ours:10.3f} {peer:10.3f}  {unit:<8} {ratio:6.2f}  {peer_name}")
 
 
 NOOP_CUDA = 'extern "C" __global__ void noop(float* x) {}'
