@@ -48,13 +48,17 @@ def found(env, default, marker=""):
     return path if (path / marker).exists() else None
 
 
-def timed(what, cases, case, *args):
+def timed(rk, what, cases, case, *args):
     """Runs one case (checked, then timed each way): its {way: seconds}, or
-    None, said, when it fails to build or run."""
+    None, said, when it fails to build, to run or its check."""
+    timings, failures = len(cases.timings), len(rk.failures)
     try:
         case(*args)
     except Exception as e:  # noqa: BLE001 - a case that fails loses its row, not the bench
         print(f"{what}: {type(e).__name__}: {str(e).splitlines()[0]}")
+        return None
+    if len(rk.failures) > failures or len(cases.timings) != timings + 1:
+        print(f"{what}: no row (its result is off against NumPy, or it ran no kernel)")
         return None
     return cases.timings.pop()[1]
 
@@ -77,7 +81,7 @@ def run(row, best, bsync, dev, torch):
                  (np.float32, rows, cols)),
                 (f"MLX steel GEMM {k}^3 float32", "TFLOP/s", 2 * k ** 3 / 1e12, both.gemm,
                  ("nn", np.float32, k, k, k, 64, 64, 16, 2, 2))):
-            t = timed(what, both, case, *args)
+            t = timed(rk, what, both, case, *args)
             if t:
                 row(f"{what} (metallib)", amount / t["metallib"], amount / t["source"], "the same from source", unit,
                     True)
@@ -92,13 +96,13 @@ def run(row, best, bsync, dev, torch):
         torch.backends.cuda.matmul.allow_tf32 = False  # float32 GEMM as Metal computes it: FP32, not TF32
         for dt, tdt in ((np.float16, torch.float16), (rk.BFLOAT16, torch.bfloat16), (np.float32, torch.float32)):
             name = rk.DTYPES[dt].name
-            t = timed(f"MLX steel GEMM {name}", src, src.gemm, "nn", dt, k, k, k, 64, 64, 16, 2, 2)
+            t = timed(rk, f"MLX steel GEMM {name}", src, src.gemm, "nn", dt, k, k, k, 64, 64, 16, 2, 2)
             if t:
                 a, b = t16(k, k, dtype=tdt), t16(k, k, dtype=tdt)
                 row(f"MLX steel GEMM {k}^3 {name}", 2 * k ** 3 / t["source"] / 1e12,
                     2 * k ** 3 / peer(lambda: a @ b) / 1e12, "torch mm (cuBLAS)", "TFLOP/s", True)
         # Prefill: 4,096 tokens over themselves, 8 heads, D = 128.
-        t = timed("MLX steel attention", src, src.steel_attention, np.float16, 128, 8, 1, 4096, False)
+        t = timed(rk, "MLX steel attention", src, src.steel_attention, np.float16, 128, 8, 1, 4096, False)
         if t:
             q, kk, v = (t16(1, 8, 4096, 128) for _ in range(3))
             flops = 4 * 8 * 4096 * 4096 * 128
@@ -112,14 +116,14 @@ def run(row, best, bsync, dev, torch):
         for n, how, case, args in ((8192, "2pass", src.sdpa_vector_2pass, (np.float16, 128, 32, 4, 8192, 128)),
                                    (1024, "2pass", src.sdpa_vector_2pass, (np.float16, 128, 32, 4, 1024, 128)),
                                    (1024, "1pass", src.sdpa_vector, (np.float16, 128, 32, 4, 1, 1024, False))):
-            t = timed(f"MLX sdpa_vector {how} {n} keys", src, case, *args)
+            t = timed(rk, f"MLX sdpa_vector {how} {n} keys", src, case, *args)
             if t:
                 q, kv = t16(1, 32, 1, 128), (t16(1, 8, n, 128), t16(1, 8, n, 128))
                 nbytes = 2 * 8 * n * 128 * 2  # keys and values, read once
                 row(f"MLX sdpa_vector {how} D128 32/8 heads {n} keys f16", nbytes / t["source"] / 1e9,
                     nbytes / peer(lambda: F.scaled_dot_product_attention(q, *kv, enable_gqa=True)) / 1e9,
                     "torch SDPA", "GB/s", True)
-        t = timed("MLX affine_qmv_fast", src, src.qmv, "affine_qmv_fast", np.float16, 4, 64, 1, k, k)
+        t = timed(rk, "MLX affine_qmv_fast", src, src.qmv, "affine_qmv_fast", np.float16, 4, 64, 1, k, k)
         if t:
             x, w = t16(1, k), t16(k, k)
             row(f"MLX affine_qmv_fast 4-bit {k}x{k} f16", t["source"] * 1e6, peer(lambda: F.linear(x, w)) * 1e6,
@@ -127,11 +131,11 @@ def run(row, best, bsync, dev, torch):
         for dt, tdt in ((np.float16, torch.float16), (np.float32, torch.float32)):
             name, nbytes = np.dtype(dt).name, 2 * rows * cols * np.dtype(dt).itemsize
             x, w = t16(rows, cols, dtype=tdt), t16(cols, dtype=tdt)
-            t = timed(f"MLX rms_norm {name}", src, src.rms_norm, dt, rows, cols)
+            t = timed(rk, f"MLX rms_norm {name}", src, src.rms_norm, dt, rows, cols)
             if t:
                 row(f"MLX rms_norm {rows}x{cols} {name}", nbytes / t["source"] / 1e9,
                     nbytes / peer(lambda: F.rms_norm(x, (cols,), w, 1e-5)) / 1e9, "torch rms_norm", "GB/s", True)
-            t = timed(f"MLX block softmax {name}", src, src.softmax, "block", dt, rows, cols)
+            t = timed(rk, f"MLX block softmax {name}", src, src.softmax, "block", dt, rows, cols)
             if t:
                 row(f"MLX block softmax {rows}x{cols} {name}", nbytes / t["source"] / 1e9,
                     nbytes / peer(lambda: torch.softmax(x, -1)) / 1e9, "torch softmax", "GB/s", True)
@@ -145,20 +149,20 @@ def run(row, best, bsync, dev, torch):
         w = t16(cols, dtype=torch.float32)
         # As ggml-metal-ops.cpp dispatches them at this size: rms_norm a thread
         # per float4 up to 1,024; soft_max one simdgroup a row (many rows).
-        t = timed("llama.cpp rms_norm", lib, lib.rms_norm_mul, "kernel_rms_norm_mul_f32_4", rows, cols, 1024)
+        t = timed(rk, "llama.cpp rms_norm", lib, lib.rms_norm_mul, "kernel_rms_norm_mul_f32_4", rows, cols, 1024)
         if t:
             row(f"llama.cpp rms_norm_mul_f32_4 {rows}x{cols}", nbytes / t["source"] / 1e9,
                 nbytes / peer(lambda: F.rms_norm(x, (cols,), w, 1e-6)) / 1e9, "torch rms_norm", "GB/s", True)
-        t = timed("llama.cpp soft_max", lib, lib.soft_max, "kernel_soft_max_f32_4", rows, 1, cols, False, 32)
+        t = timed(rk, "llama.cpp soft_max", lib, lib.soft_max, "kernel_soft_max_f32_4", rows, 1, cols, False, 32)
         if t:
             row(f"llama.cpp soft_max_f32_4 {rows}x{cols}", nbytes / t["source"] / 1e9,
                 nbytes / peer(lambda: torch.softmax(x, -1)) / 1e9, "torch softmax", "GB/s", True)
-        t = timed("llama.cpp argsort", lib, lib.argsort, rows, 1024)
+        t = timed(rk, "llama.cpp argsort", lib, lib.argsort, rows, 1024)
         if t:
             xs = t16(rows, 1024, dtype=torch.float32)
             row(f"llama.cpp argsort_f32_i32 {rows}x1024", t["source"] * 1e6,
                 peer(lambda: torch.argsort(xs, -1)) * 1e6, "torch argsort", "us")
-        t = timed("llama.cpp mul_mv_q4_0_f32", lib, lib.mul_mv, "q4_0", k, 1, k)
+        t = timed(rk, "llama.cpp mul_mv_q4_0_f32", lib, lib.mul_mv, "q4_0", k, 1, k)
         if t:
             xv, wd = t16(1, k), t16(k, k)
             row(f"llama.cpp mul_mv_q4_0_f32 {k}x{k}", t["source"] * 1e6, peer(lambda: F.linear(xv, wd)) * 1e6,

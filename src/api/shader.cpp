@@ -51,21 +51,25 @@ using shader::arg_label;
 constexpr int kSimdWidth = 32;
 
 // What a lookup of `name` failed against: every kernel of a small library;
-// of a large one (MLX's .metallib has 17,248) the nearest few names.
+// of a large one (MLX's .metallib has 17,248) the nearest few of those that
+// start as `name` does (scoring only those keeps a probe such as IPython's
+// hasattr(lib, "_repr_html_") quick).
 std::string known_kernels(const detail::LibraryImpl& lib, const std::string& name) {
-  constexpr std::size_t kAll = 16, kNearest = 5;
-  std::vector<std::pair<std::size_t, const std::string*>> names;
-  for (const auto& k : lib.kernels) names.emplace_back(0, &k.name);
-  if (names.empty()) return "its kernels: (none)";
+  constexpr std::size_t kAll = 16, kNearest = 5, kPrefix = 3;
   std::string s;
-  if (names.size() <= kAll) {
-    for (const auto& [d, n] : names) s += (s.empty() ? "" : ", ") + *n;
-    return "its kernels: " + s;
+  if (lib.kernels.size() <= kAll) {
+    for (const auto& k : lib.kernels) s += (s.empty() ? "" : ", ") + k.name;
+    return "its kernels: " + (s.empty() ? std::string("(none)") : s);
   }
-  for (auto& [d, n] : names) d = shader::edit_distance(name, *n);
-  std::partial_sort(names.begin(), names.begin() + kNearest, names.end());
-  for (std::size_t i = 0; i < kNearest; ++i) s += (s.empty() ? "" : ", ") + *names[i].second;
-  return "the nearest of its " + std::to_string(names.size()) + " kernels: " + s + " (dir(lib) lists them all)";
+  std::vector<std::pair<std::size_t, const std::string*>> near;
+  for (const auto& k : lib.kernels)
+    if (k.name.compare(0, kPrefix, name, 0, kPrefix) == 0) near.emplace_back(shader::edit_distance(name, k.name), &k.name);
+  const std::size_t shown = std::min(near.size(), kNearest);
+  std::partial_sort(near.begin(), near.begin() + shown, near.end());
+  for (std::size_t i = 0; i < shown; ++i) s += (s.empty() ? "" : ", ") + *near[i].second;
+  const std::string all = std::to_string(lib.kernels.size()) + " kernels";
+  return (s.empty() ? "none of its " + all + " starts as it does"
+                    : "the nearest of its " + all + ": " + s) + " (dir(lib) lists them all)";
 }
 
 // A kernel command in the capture file: the library (its source once),

@@ -1,8 +1,10 @@
 // An Apple .metallib kernel lowered by LLVM in a process of its own:
 // bronze-air (air_worker.cpp), found beside the module bronze was loaded
 // from. On some IR it cannot build (an intrinsic of another target: "Cannot
-// select"), LLVM reports a fatal error and ends its process; a file the user
-// loads must end that process, not the caller's.
+// select"), LLVM's optimizer or code generator reports a fatal error and
+// ends its process; a file the user loads must end that process, not the
+// caller's. (Reading the bitcode, which returns its errors, stays in the
+// caller: loading reflects every kernel.)
 #pragma once
 
 #include <string>

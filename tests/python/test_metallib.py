@@ -254,6 +254,8 @@ def test_an_intrinsic_the_runtime_lacks_is_named_at_the_first_call(library):
 def test_ir_llvm_cannot_build_ends_bronze_air_not_the_caller(library):
     # An intrinsic of another target verifies, then stops LLVM's code
     # generator ("Cannot select"): a fatal error, which used to abort Python.
+    # Without bronze-air beside the extension it would abort this one.
+    assert os.access(os.path.join(os.path.dirname(_C.__file__), "bronze-air"), os.X_OK)
     on_cuda = bronze.current_device().type == "cuda"
     name, ty = ("llvm.x86.rdtsc", "i64") if on_cuda else ("llvm.nvvm.read.ptx.sreg.tid.x", "i32")
     ir = air.AXPBY.replace("  %r = fadd float %ax, %by\n",
