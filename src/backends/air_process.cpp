@@ -7,8 +7,7 @@
 
 #include "backends/shader_backend.hpp"
 #include "bronze/error.hpp"
-#include "jit/disk_cache.hpp"
-#include "jit/files.hpp"
+#include "jit/helper_process.hpp"
 #include "jit/host_compiler.hpp"
 #include "jit/llvm_api.hpp"
 #include "jit/serial.hpp"
@@ -133,27 +132,17 @@ runtime::ModuleSource lower_air_isolated(DeviceType type, const air::Function& f
                 "process, which an LLVM fatal error would end");
     return shader_backend(type).lower_air(f, r, constants);
   }
-  const std::string dir = jit::DiskCache::instance().make_work_dir(), request = dir + "/request", result = dir + "/result";
-  std::string messages, data;
-  int status = 0;
-  try {
-    jit::write_file(request, encode_request(type, f, constants));
-    status = jit::run_helper({worker_path(), request, result, jit::llvm::library()}, messages);
-  } catch (...) {
-    jit::remove_tree(dir);
-    throw;
-  }
-  const bool answered = status == 0 && jit::read_file(result, data);
-  jit::remove_tree(dir);
-  if (answered) return decode_answer(data, f.name);
-  if (status == kLlvmFatal) {
+  const jit::HelperRun run = jit::call_helper(worker_path(), encode_request(type, f, constants), jit::llvm::library());
+  if (run.answer) return decode_answer(*run.answer, f.name);
+  const std::string& messages = run.messages;
+  if (run.status == kLlvmFatal) {
     std::string reason = messages.substr(messages.find(kFatal) == std::string::npos ? 0 : messages.find(kFatal));
     if (reason.rfind(kFatal, 0) == 0) reason.erase(0, std::char_traits<char>::length(kFatal));
     while (!reason.empty() && (reason.back() == '\n' || reason.back() == '\r')) reason.pop_back();
     throw NotSupportedError("kernel '" + f.name + "' cannot be built for " +
                             (type == DeviceType::CUDA ? "CUDA" : "the CPU") + ": LLVM stopped on it: " + reason);
   }
-  throw Error("kernel '" + f.name + "': bronze-air failed (exit status " + std::to_string(status) + ")" +
+  throw Error("kernel '" + f.name + "': bronze-air failed (exit status " + std::to_string(run.status) + ")" +
               (messages.empty() ? std::string() : ": " + messages));
 }
 

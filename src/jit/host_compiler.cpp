@@ -204,10 +204,12 @@ int run(const std::vector<std::string>& argv, std::string& messages, const std::
   if (timed_out)
     throw ShaderCompileError("the compiler ran past its time limit of " + std::to_string(lim.seconds) +
                              " s and was stopped ($BRONZE_COMPILE_TIMEOUT sets the limit)");
-  if (WIFSIGNALED(status))
-    throw ShaderCompileError("the compiler was killed by signal " + std::to_string(WTERMSIG(status)) +
-                             " (its memory limit is " + std::to_string(lim.memory >> 20) +
-                             " MiB: $BRONZE_COMPILE_MEMORY)");
+  if (WIFSIGNALED(status)) {  // named: a helper's crash is not the compiler's
+    const std::string program = argv[0].substr(argv[0].rfind('/') + 1);
+    throw ShaderCompileError(program + " was killed by signal " + std::to_string(WTERMSIG(status)) + " (" +
+                             ::strsignal(WTERMSIG(status)) + "; its memory limit is " +
+                             std::to_string(lim.memory >> 20) + " MiB: $BRONZE_COMPILE_MEMORY)");
+  }
   if (WIFEXITED(status) && WEXITSTATUS(status) != 0 && killed_for_memory(messages))
     throw ShaderCompileError("the compiler ran out of its memory limit of " + std::to_string(lim.memory >> 20) +
                              " MiB and was stopped" +

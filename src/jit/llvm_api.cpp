@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bronze/error.hpp"
+#include "jit/helper_process.hpp"
 
 namespace bronze::jit::llvm {
 namespace {
@@ -68,7 +69,7 @@ const Loaded& loaded() {
       a.major = major;
       r.api = a;
       r.handle = h;
-      r.library = name;
+      r.library = loaded_file(h, name);
       r.ok = true;
       r.status = "LLVM " + std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch) +
                  " (" + name + ")";

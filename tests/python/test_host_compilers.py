@@ -254,6 +254,24 @@ def test_a_program_that_is_not_a_cxx_compiler_is_refused(tmp_path):
             p.stderr
 
 
+def test_a_compiler_killed_by_a_signal_is_named_with_the_signal(tmp_path):
+    # A crash (here: SIGSEGV while building the kernel's shared object) is
+    # the build's error, naming the program and the signal, not a bare
+    # "the compiler was killed"; bronze's helpers (bronze-air) run the same way.
+    gxx = shutil.which("g++")
+    if not gxx:
+        pytest.skip("g++ is not installed")
+    crashing = tmp_path / "crashing-g++"
+    crashing.write_text('#!/bin/sh\ncase " $* " in *" -shared "*kernel.cpp*) kill -SEGV $$;; esac\n'
+                        f'exec {gxx} "$@"\n')
+    crashing.chmod(0o755)
+    p = run_with(str(crashing), "import bronze\ntry:\n    " + COMPILE.split("; ", 1)[1] +
+                 "\nexcept bronze.ShaderCompileError as e:\n    print('ERROR', e)\n",
+                 env={"BRONZE_CACHE_DIR": str(tmp_path / "cache")})
+    assert p.returncode == 0, p.stderr
+    assert "crashing-g++ was killed by signal 11 (Segmentation fault; its memory limit is" in p.stdout, p.stdout
+
+
 @pytest.mark.skipif(not shutil.which("clang++-14"), reason="clang++-14 is not installed")
 def test_clang_14_is_refused_for_what_it_lacks():
     p = run_with("clang++-14", COMPILE)

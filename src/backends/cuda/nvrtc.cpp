@@ -10,7 +10,7 @@
 #include "backends/cuda/toolkit_paths.hpp"
 #include "bronze/error.hpp"
 #include "jit/disk_cache.hpp"
-#include "jit/files.hpp"
+#include "jit/helper_process.hpp"
 #include "jit/host_compiler.hpp"
 #include "jit/interrupt.hpp"
 #include "jit/log.hpp"
@@ -58,7 +58,7 @@ const Nvrtc& lib() {
       if (!ok) continue;
       int major = 0, minor = 0;
       r.version(&major, &minor);
-      r.path = name;
+      r.path = jit::loaded_file(h, name);
       r.identity = name + ":" + std::to_string(major) + "." + std::to_string(minor);
       r.status = "NVRTC " + std::to_string(major) + "." + std::to_string(minor) + " (" + name + ")";
       return r;
@@ -141,31 +141,24 @@ const std::string& worker_path() {
 // The request compiled by bronze-nvrtc; nullopt when the worker did not
 // answer (then the caller compiles here).
 std::optional<NvrtcResult> run_in_worker(const NvrtcRequest& rq) {
-  auto& cache = jit::DiskCache::instance();
-  const std::string dir = cache.make_work_dir(), request = dir + "/request", result = dir + "/result";
   std::optional<NvrtcResult> out;
   try {
-    jit::write_file(request, encode_request(rq));
-    std::string messages, data;
-    if (jit::run_helper({worker_path(), request, result, lib().path}, messages) == 0 && jit::read_file(result, data))
-      out = decode_result(data);
+    const jit::HelperRun run = jit::call_helper(worker_path(), encode_request(rq), lib().path);
+    if (run.answer) out = decode_result(*run.answer);
     if (!out)
       jit::log(jit::LogLevel::Info, [&] {
-        return "bronze-nvrtc gave no result (" + (messages.empty() ? std::string("no message") : messages) +
+        return "bronze-nvrtc gave no result (" + (run.messages.empty() ? std::string("no message") : run.messages) +
                "): compiled in this process instead";
       });
   } catch (const jit::Interrupted&) {
-    jit::remove_tree(dir);
     throw;
   } catch (const ShaderCompileError&) {  // past the compile's time or memory limit: the build's error
-    jit::remove_tree(dir);
     throw;
   } catch (const Error& e) {  // not started: compiled here instead
     jit::log(jit::LogLevel::Info, [&] {
       return std::string("bronze-nvrtc did not start (") + e.what() + "): compiled in this process instead";
     });
   }
-  jit::remove_tree(dir);
   return out;
 }
 }  // namespace

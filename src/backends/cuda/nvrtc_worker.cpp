@@ -5,29 +5,14 @@
 // one of these (backends/cuda/nvrtc.cpp: run_in_worker); the caller keeps
 // the cache. Exit status 0 with the result written, else 2 (the caller
 // then compiles in its own process).
-#include <cstdio>
-#include <cstdlib>
-#include <exception>
-#include <string>
-
 #include "backends/cuda/nvrtc.hpp"
-#include "jit/files.hpp"
+#include "jit/helper_process.hpp"
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: bronze-nvrtc REQUEST RESULT LIBRARY (bronze runs this itself)\n");
-    return 2;
-  }
-  ::setenv("BRONZE_NVRTC_LIBRARY", argv[3], 1);
-  try {
-    std::string data;
-    if (!bronze::jit::read_file(argv[1], data)) return 2;
-    auto request = bronze::cuda::decode_request(data);
-    if (!request) return 2;
-    bronze::jit::write_file(argv[2], bronze::cuda::encode_result(bronze::cuda::nvrtc_run(*request)));
-    return 0;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "bronze-nvrtc: %s\n", e.what());
-    return 2;
-  }
+  return bronze::jit::helper_main(argc, argv, "bronze-nvrtc", "BRONZE_NVRTC_LIBRARY",
+                                  [](const std::string& data) -> std::optional<std::string> {
+                                    auto request = bronze::cuda::decode_request(data);
+                                    if (!request) return std::nullopt;
+                                    return bronze::cuda::encode_result(bronze::cuda::nvrtc_run(*request));
+                                  });
 }
