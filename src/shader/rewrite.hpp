@@ -79,6 +79,10 @@ inline bool read_only_overlaps_written(const std::vector<BufferUse>& uses) {
 struct TargetSpelling {
   const char* threadgroup_storage;  // a threadgroup variable's storage ("static thread_local", "__shared__")
   bool drop_gnu_extension;          // `__extension__` before ggml's anonymous unions: NVRTC refuses it there
+  // Clang's loop pragmas (`#pragma clang loop unroll(full)`, MLX's and
+  // llama.cpp's unroll macros) in a compiler that ignores them: as its own
+  // (`#pragma unroll`, NVRTC's), or kept as written where it has none.
+  bool own_unroll_pragmas;
 };
 
 // The preprocessed unit, edited for a target.

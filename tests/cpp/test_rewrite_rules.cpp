@@ -12,7 +12,7 @@ namespace bs = bronze::shader;
 namespace rules = bronze::shader::rules;
 
 namespace {
-const bs::TargetSpelling kCpu{"static thread_local", false}, kCuda{"__shared__", true};
+const bs::TargetSpelling kCpu{"static thread_local", false, false}, kCuda{"__shared__", true, true};
 
 std::string run(rules::Rule rule, const std::string& src, const bs::RewriteOptions& options = {},
                 const bs::TargetSpelling& spelling = kCpu) {
@@ -71,6 +71,20 @@ TEST(RewriteRule, UnrollPragmas) {
                           "for (int i = 0; i < 4; ++i) o[i] = 0;\n#pragma unroll 4\nfor (;;) {} }\n";
   EXPECT_EQ(run(rules::unroll_pragmas, src), "kernel void k(device float* o) {\n#pragma unroll\n"
                                              "for (int i = 0; i < 4; ++i) o[i] = 0;\n#pragma unroll 4\nfor (;;) {} }\n");
+  // Clang's loop pragmas (as _Pragma leaves them): NVRTC's own on CUDA,
+  // kept for the host compiler; options it does not know stay.
+  const std::string clang_loops = "kernel void k(device float* o) {\n#pragma clang loop unroll(full)\n"
+                                  "for (int i = 0; i < 4; ++i) o[i] = 0;\n#pragma clang loop unroll_count(2)\n"
+                                  "for (int i = 0; i < 4; ++i) o[i] = 1;\n#pragma clang loop vectorize(enable) unroll(disable)\n"
+                                  "for (int i = 0; i < 4; ++i) o[i] = 2;\n#pragma clang loop vectorize(enable)\n"
+                                  "for (int i = 0; i < 4; ++i) o[i] = 3; }\n";
+  EXPECT_EQ(run(rules::unroll_pragmas, clang_loops), clang_loops);
+  EXPECT_EQ(run(rules::unroll_pragmas, clang_loops, {}, kCuda),
+            "kernel void k(device float* o) {\n#pragma unroll\n"
+            "for (int i = 0; i < 4; ++i) o[i] = 0;\n#pragma unroll 2\n"
+            "for (int i = 0; i < 4; ++i) o[i] = 1;\n#pragma unroll 1\n"
+            "for (int i = 0; i < 4; ++i) o[i] = 2;\n#pragma clang loop vectorize(enable)\n"
+            "for (int i = 0; i < 4; ++i) o[i] = 3; }\n");
 }
 
 TEST(RewriteRule, FloatLiterals) {

@@ -17,7 +17,8 @@ void dropped_declarations(const Input&, Edits&);
 // [[function_constant]] declarations become constexpr values with their
 // companions; is_function_constant_defined(c) reads one.
 void function_constants(const Input&, Edits&);
-// `#pragma unroll (expr)` the preprocessor left unexpanded: a plain unroll.
+// `#pragma unroll (expr)` the preprocessor left unexpanded: a plain unroll;
+// Clang's loop unroll pragmas as the target's own.
 void unroll_pragmas(const Input&, Edits&);
 // `1.5h` becomes a half cast, an unsuffixed floating literal a float.
 void float_literals(const Input&, Edits&);

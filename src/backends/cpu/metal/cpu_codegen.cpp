@@ -51,7 +51,7 @@ std::string threadgroup_buffers(const ParsedKernel& pk) {
 
 std::string generate(const std::string& unit, const ParsedSource& ps, const RewriteOptions& options) {
   const bool validate = options.validate, wrap = options.wraps_buffers();
-  std::string body = rewrite_body(unit, ps, options, {"static thread_local", false});
+  std::string body = rewrite_body(unit, ps, options, {"static thread_local", false, false});
   // Only the entries are exported (-fvisibility=hidden): kernel functions
   // that cannot be interposed are inlined into the loops and vectorized.
   std::string out = binding_plans(ps, options);

@@ -52,7 +52,7 @@ bool mentions(const ParsedSource& ps, const std::string& name) {
 }  // namespace
 
 std::string generate(const std::string& unit, const ParsedSource& ps, const RewriteOptions& options) {
-  std::string body = rewrite_body(unit, ps, options, {"__shared__", true});
+  std::string body = rewrite_body(unit, ps, options, {"__shared__", true, true});
   std::string out = binding_plans(ps, options);
   for (std::size_t k = 0; k < ps.kernels.size(); ++k) {
     if (!options.has_entry(k) || options.check_only) continue;
