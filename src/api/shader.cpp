@@ -316,6 +316,7 @@ runtime::ModuleKernel module_kernel(std::size_t k, const KernelInfo& info) {
   m.table_symbol = shader::layout_symbol(k);
   m.table_words = shader::layout_words(info.params.size());
   m.tgmem_symbol = shader::tgmem_symbol(k);  // CUDA: only where arrays are carved (GPUs tell the rest)
+  m.max_threads_symbol = shader::max_threads_symbol(k);  // CUDA: the entry's launch bounds tell it
   return m;
 }
 

@@ -82,6 +82,9 @@ struct ModuleKernel {
   // in, optional: a uint64, the kernel's threadgroup arrays' bytes. CPU:
   // required; CUDA: present where they are carved from dynamic shared memory.
   std::string tgmem_symbol;
+  // in, optional (CPU): a uint64, the kernel's declared limit of threads a
+  // group ([[max_total_threads_per_threadgroup]]; 0 or absent: none).
+  std::string max_threads_symbol;
   const void* entry = nullptr;  // out: the backend's function handle
   int max_threads = 0;          // out: threads per group it can launch with
   std::size_t static_shared_bytes = 0;  // out: with the carved bytes

@@ -173,6 +173,8 @@ class Parser {
     std::size_t params_begin = 0, params_end = 0;  // tokens inside the parentheses
     std::size_t body_begin = 0, body_end = 0;
     bool kernel = false;
+    // [[max_total_threads_per_threadgroup(n)]]: tokens of n (empty: none)
+    std::size_t max_threads_begin = 0, max_threads_end = 0;
   };
   // A node of the call graph: a function or class, by unqualified name.
   struct Node {
@@ -405,7 +407,7 @@ class Parser {
     const std::size_t start = i;
     bool kernel = false, is_class = false;
     std::string host, class_name;
-    std::size_t lparen = 0, rparen = 0, constant_at = 0, class_at = 0;
+    std::size_t lparen = 0, rparen = 0, constant_at = 0, class_at = 0, max_threads_b = 0, max_threads_e = 0;
     while (t(i).kind != Token::End) {
       const std::string& x = t(i).text;
       if (t(i).kind == Token::Preproc) {
@@ -414,11 +416,14 @@ class Parser {
       }
       if (attribute_at(i)) {
         std::vector<std::string> attrs;
+        std::vector<std::pair<std::size_t, std::size_t>> ranges;
         std::size_t at = i;
-        i = attributes(i, attrs, &host);
-        for (const std::string& a : attrs)
-          if (a == "kernel") kernel = true;
-          else if (a.rfind("function_constant(", 0) == 0 && !lparen && !in_class) constant_at = at;
+        i = attributes(i, attrs, &host, &ranges);
+        for (std::size_t a = 0; a < attrs.size(); ++a)
+          if (attrs[a] == "kernel") kernel = true;
+          else if (attrs[a].rfind("function_constant(", 0) == 0 && !lparen && !in_class) constant_at = at;
+          else if (attrs[a].rfind("max_total_threads_per_threadgroup(", 0) == 0 && !lparen)
+            max_threads_b = ranges[a].first + 2, max_threads_e = ranges[a].second - 1;
         continue;
       }
       if (takes_operand(x) && t(i + 1).text == "(") {
@@ -522,6 +527,8 @@ class Parser {
           def.body_begin = i + 1;
           def.body_end = close;
           def.kernel = kernel;
+          def.max_threads_begin = max_threads_b;
+          def.max_threads_end = max_threads_e;
           if (kernel) {
             auto vars = threadgroup_vars(def, bodies_++);
             out_.threadgroup_vars.insert(out_.threadgroup_vars.end(), vars.begin(), vars.end());
@@ -951,6 +958,8 @@ class Parser {
     pk.ns = cut == std::string::npos ? "" : def.qualified.substr(0, cut);
     pk.definition = def.params_begin;
     pk.threadgroup_sizes = threadgroup_sizes(def, subst);
+    if (def.max_threads_end > def.max_threads_begin)
+      pk.max_threads = text(def.max_threads_begin, def.max_threads_end, subst, {}, true);
     kernel_refs_.push_back(arg_refs);
     kernel_refs_.back().insert(def.name);
     out_.kernels.push_back(std::move(pk));

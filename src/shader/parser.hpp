@@ -64,6 +64,9 @@ struct ParsedKernel {
   // declares ("sizeof(float) * (256)"), the constants of the enclosing
   // blocks substituted.
   std::vector<std::string> threadgroup_sizes;
+  // [[max_total_threads_per_threadgroup(n)]]'s n, substituted as those
+  // sizes are; empty where the kernel declares no limit.
+  std::string max_threads;
   // The kernel function's definition: its namespace and its parameter
   // list's first token (which names the definition's binding plan:
   // kernels instantiated from one template share it).

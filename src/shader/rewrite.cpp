@@ -140,6 +140,16 @@ std::string rewrite_body(const std::string& src, const ParsedSource& ps, const R
   return body.find('?') == std::string::npos ? body : rules::convert_conditional_operands(body);
 }
 
+std::string max_threads_decl(const ParsedKernel& pk, std::size_t k) {
+  if (pk.max_threads.empty()) return "";
+  const std::string c = "constexpr unsigned bronze_max_threads_value_" + std::to_string(k) + " = (" + pk.max_threads + ");\n";
+  return pk.ns.empty() ? c : "namespace " + pk.ns + " {\n" + c + "}\n";
+}
+
+std::string max_threads_name(const ParsedKernel& pk, std::size_t k) {
+  return (pk.ns.empty() ? "" : pk.ns + "::") + "bronze_max_threads_value_" + std::to_string(k);
+}
+
 std::string generated_file(const std::string& body, const std::string& entries, const std::string& preamble) {
   return preamble + "#include \"bronze_metal.h\"\n" + "namespace bronze_msl {\n" + body +
          "\n#line 1 \"bronze-entry\"\n" + entries + "}  // namespace bronze_msl\n";

@@ -127,6 +127,15 @@ std::string present_expr(const ParsedKernel& pk, std::size_t i);
 // The kernel's threadgroup arrays' bytes (a uint64). CPU: always; CUDA:
 // where they are carved from dynamic shared memory, each rounded to 16.
 inline std::string tgmem_symbol(std::size_t k) { return "bronze_tgmem_" + std::to_string(k); }
+// The kernel's [[max_total_threads_per_threadgroup(n)]]: a constant the
+// entries' code declares in the kernel's namespace, where n's names are
+// (max_threads_decl, "" where the kernel has no limit), by its name
+// (max_threads_name). CUDA bounds the entry's launch by it (registers are
+// allotted for n threads, as Metal's compiler does); the CPU exports it as
+// a uint64 (max_threads_symbol, 0: no limit), which its loader reads.
+std::string max_threads_decl(const ParsedKernel& pk, std::size_t k);
+std::string max_threads_name(const ParsedKernel& pk, std::size_t k);
+inline std::string max_threads_symbol(std::size_t k) { return "bronze_max_threads_" + std::to_string(k); }
 
 // "bronze_rt::param_t<bronze_fn_3, 2>": the C++ type of the kernel's i-th parameter.
 std::string param_type(std::size_t k, std::size_t i);

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -175,6 +176,9 @@ void read_kernels(const ElfSymbols& elf, std::vector<runtime::ModuleKernel>& ker
         throw Error("the compiled shader lacks '" + k.tgmem_symbol + "'");
       k.static_shared_bytes = static_cast<std::size_t>(tg[0]);
     }
+    std::vector<std::uint64_t> limit;  // absent from objects built before bronze read the attribute
+    if (!k.max_threads_symbol.empty() && elf.read(k.max_threads_symbol, limit) && limit.size() == 1 && limit[0])
+      k.max_threads = static_cast<int>(std::min<std::uint64_t>(limit[0], kMaxThreadsPerGroup));
   }
 }
 

@@ -92,6 +92,9 @@ std::string generate(const std::string& unit, const ParsedSource& ps, const Rewr
     std::string tg = "0";
     for (const std::string& e : pk.threadgroup_sizes) tg += " + " + e;
     out += "extern \"C\" BRONZE_EXPORT const unsigned long long " + tgmem_symbol(k) + " = " + tg + ";\n";
+    out += max_threads_decl(pk, k);
+    out += "extern \"C\" BRONZE_EXPORT const unsigned long long " + max_threads_symbol(k) + " = " +
+           (pk.max_threads.empty() ? "0" : max_threads_name(pk, k)) + ";\n";
   }
   return generated_file(body, out, "#define BRONZE_EXPORT __attribute__((visibility(\"default\")))\n");
 }

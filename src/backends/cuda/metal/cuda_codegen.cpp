@@ -85,7 +85,9 @@ std::string generate(const std::string& unit, const ParsedSource& ps, const Rewr
       }
       args += (i ? ", " : "") + e;
     }
-    out += "extern \"C\" __global__ void " + entry_symbol(k) + "(" + params + ") {\n"
+    out += max_threads_decl(pk, k);
+    const std::string bounds = pk.max_threads.empty() ? "" : "__launch_bounds__(" + max_threads_name(pk, k) + ") ";
+    out += "extern \"C\" __global__ void " + bounds + entry_symbol(k) + "(" + params + ") {\n"
            "  bronze_rt::ids id;\n"
            "  if (!bronze_rt::make_ids(L, id)) return;\n"
            "  (" + pk.callee + ")(" + args + ");\n}\n";
