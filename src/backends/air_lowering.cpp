@@ -513,7 +513,7 @@ std::string AirModule::emit(LLVMTargetMachineRef tm, const std::string& triple, 
   if (!kernel) throw ValueError("'" + f_.name + "': its module does not define it");
   // The thunk is "no-builtins" as Apple's functions are: LLVM inlines no
   // such function into one without it, and the kernel must inline.
-  Module thunk(ctx, thunk_ir(a, kernel, f_.name, r_.kernel, initializers_) + adapters_ +
+  Module thunk(ctx, thunk_ir(a, kernel, f_.name, r_.kernel, initializers_) + thunk_extra + adapters_ +
                         "attributes #0 = { alwaysinline nounwind }\nattributes #1 = { nounwind \"no-builtins\" }\n",
                "'" + f_.name + "''s thunk");
   LLVMTargetDataRef layout = a.LLVMCreateTargetDataLayout(tm);
@@ -566,6 +566,41 @@ std::string air_entry_prelude() {
          "inline void bronze_air_position(uint32_t* p, uint2 v) { p[0] = v.x; p[1] = v.y; p[2] = 0; }\n"
          "inline void bronze_air_position(uint32_t* p, uint3 v) { p[0] = v.x; p[1] = v.y; p[2] = v.z; }\n"
          "extern \"C\" void bronze_air_thunk(void* const* buffers, const uint32_t* positions, void* const* tg);\n";
+}
+
+std::string row_thunk_ir(const KernelInfo& k) {
+  const int words = air_entry_parts(k).position_words;
+  std::string copy, vary;
+  for (int j = 0; j < words; ++j) {
+    const std::string n = std::to_string(j);
+    copy += "  %w" + n + ".at = getelementptr inbounds i32, ptr %positions, i64 " + n + "\n  %w" + n +
+            " = load i32, ptr %w" + n + ".at, align 4\n  %p" + n + ".at = getelementptr inbounds i32, ptr %pos, i64 " +
+            n + "\n  store i32 %w" + n + ", ptr %p" + n + ".at, align 4\n";
+  }
+  int attribute = 0;
+  for (const KernelParam& p : k.params) {
+    if (p.kind != ParamKind::Attribute) continue;
+    const std::string w = std::to_string(3 * attribute++);  // the first word: x, or the value
+    // Along a row: x of the positions, the index in the group, and what
+    // comes from it (shader::attribute_field's); the rest are the group's.
+    const std::string& a = p.attribute;
+    std::string v;
+    if (a == "thread_position_in_grid" || a == "thread_position_in_threadgroup") v = "add i32 %w" + w + ", %i";
+    else if (a == "thread_index_in_threadgroup") v = "add i32 %t, 0";
+    else if (a == "thread_index_in_simdgroup") v = "and i32 %t, 31";
+    else if (a == "simdgroup_index_in_threadgroup") v = "lshr i32 %t, 5";
+    else if (a == "thread_index_in_quadgroup") v = "and i32 %t, 3";
+    else if (a == "quadgroup_index_in_threadgroup") v = "lshr i32 %t, 2";
+    else continue;
+    vary += "  %v" + w + " = " + v + "\n  store i32 %v" + w + ", ptr %p" + w + ".at, align 4\n";
+  }
+  return "define hidden void @bronze_air_row(ptr noalias readonly %buffers, ptr noalias readonly %positions, "
+         "ptr noalias readonly %tg, i32 %count, i32 %first) #1 {\n"
+         "entry:\n  %pos = alloca [" + std::to_string(words) + " x i32], align 4\n" + copy + "  br label %row\n"
+         "row:\n  %i = phi i32 [ 0, %entry ], [ %next, %row ]\n  %t = add i32 %first, %i\n" + vary +
+         "  call void @bronze_air_thunk(ptr %buffers, ptr %pos, ptr %tg)\n  %next = add i32 %i, 1\n"
+         "  %more = icmp ult i32 %next, %count\n  br i1 %more, label %row, label %done\n"
+         "done:\n  ret void\n}\n";
 }
 
 AirEntryParts air_entry_parts(const KernelInfo& k) {

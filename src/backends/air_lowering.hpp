@@ -47,6 +47,8 @@ class AirModule {
   // reads) run by each thread before the kernel instead. Where the
   // constants are given, LLVM folds them away as it folds constructors.
   void run_initializers_in_thunk();
+  // IR a backend adds beside the thunk, linked with it (the CPU's row_thunk_ir).
+  std::string thunk_extra;
   // Links the thunk and the adapters, sets the target, checks the IR, runs
   // LLVM's O2 and emits the module (kObjectFile, kAssemblyFile).
   std::string emit(jit::llvm::LLVMTargetMachineRef tm, const std::string& triple, int file_type, const std::string& target_name);
@@ -56,6 +58,13 @@ class AirModule {
   std::string adapters_;
   std::vector<std::string> initializers_;
 };
+
+// bronze_air_row(buffers, positions, tg, count, first): the thunk for
+// `count` threads of a row of a group (x = 0 .. count - 1), `positions` the
+// first one's and `first` its index in the group; the positions that
+// change along x are made in the loop. The kernel inlines into the loop,
+// which LLVM may vectorize (a kernel without barriers or collectives).
+std::string row_thunk_ir(const KernelInfo& k);
 
 // C++ the runtime functions and entries use, for either compiler (inside
 // namespace bronze_msl): AIR's conversions, positions as three words.

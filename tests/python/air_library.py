@@ -169,6 +169,47 @@ done:
 !20 = !{ptr addrspace(2) @has_bias.MTL_FC_INIT_7_b, !"bool", !"has_bias", i32 7, i1 true}
 """
 
+# Every position a thread of a kernel without barriers or collectives is
+# given (the CPU runs a row of a group in one loop of the kernel's code):
+# out[8 * (y * width + x) + k] = x, y, the position in the group (x, y), the
+# index in it, the lane (a ushort), the simdgroup, the group's x * 1000 + y.
+_POSITION_STORES = "".join(
+    f"  %i{k} = add i64 %base, {k}\n  %p{k} = getelementptr inbounds i32, ptr addrspace(1) %out, i64 %i{k}\n"
+    f"  store i32 {v}, ptr addrspace(1) %p{k}, align 4\n"
+    for k, v in enumerate(["%gx", "%gy", "%lx", "%ly", "%t", "%lane32", "%sg", "%tgxy"]))
+POSITIONS = AXPBY.split("define void")[0] + r"""
+define void @positions(ptr addrspace(1) noundef "air-buffer-no-alias" %out, ptr addrspace(2) noundef align 4 dereferenceable(4) "air-buffer-no-alias" %w, <2 x i32> noundef %g, <2 x i32> noundef %l, i32 noundef %t, i16 noundef %lane, i32 noundef %sg, <2 x i32> noundef %tg) {
+  %width = load i32, ptr addrspace(2) %w, align 4
+  %gx = extractelement <2 x i32> %g, i64 0
+  %gy = extractelement <2 x i32> %g, i64 1
+  %lx = extractelement <2 x i32> %l, i64 0
+  %ly = extractelement <2 x i32> %l, i64 1
+  %tgx = extractelement <2 x i32> %tg, i64 0
+  %tgy = extractelement <2 x i32> %tg, i64 1
+  %tgx1000 = mul i32 %tgx, 1000
+  %tgxy = add i32 %tgx1000, %tgy
+  %lane32 = zext i16 %lane to i32
+  %row = mul i32 %gy, %width
+  %lin = add i32 %row, %gx
+  %lin64 = zext i32 %lin to i64
+  %base = mul i64 %lin64, 8
+""" + _POSITION_STORES + r"""  ret void
+}
+
+!air.kernel = !{!0}
+!0 = !{ptr @positions, !1, !2}
+!1 = !{}
+!2 = !{!3, !4, !5, !6, !7, !8, !9, !10}
+!3 = !{i32 0, !"air.buffer", !"air.location_index", i32 0, i32 1, !"air.read_write", !"air.address_space", i32 1, !"air.arg_type_size", i32 4, !"air.arg_type_align_size", i32 4, !"air.arg_type_name", !"uint", !"air.arg_name", !"out"}
+!4 = !{i32 1, !"air.buffer", !"air.buffer_size", i32 4, !"air.location_index", i32 1, i32 1, !"air.read", !"air.address_space", i32 2, !"air.arg_type_size", i32 4, !"air.arg_type_align_size", i32 4, !"air.arg_type_name", !"uint", !"air.arg_name", !"w"}
+!5 = !{i32 2, !"air.thread_position_in_grid", !"air.arg_type_name", !"uint2", !"air.arg_name", !"g"}
+!6 = !{i32 3, !"air.thread_position_in_threadgroup", !"air.arg_type_name", !"uint2", !"air.arg_name", !"l"}
+!7 = !{i32 4, !"air.thread_index_in_threadgroup", !"air.arg_type_name", !"uint", !"air.arg_name", !"t"}
+!8 = !{i32 5, !"air.thread_index_in_simdgroup", !"air.arg_type_name", !"ushort", !"air.arg_name", !"lane"}
+!9 = !{i32 6, !"air.simdgroup_index_in_threadgroup", !"air.arg_type_name", !"uint", !"air.arg_name", !"sg"}
+!10 = !{i32 7, !"air.threadgroup_position_in_grid", !"air.arg_type_name", !"uint2", !"air.arg_name", !"tg"}
+"""
+
 # AIR's conversions from float to integers, as MLX's casts call them.
 TO_INT = AXPBY.split("define void")[0] + r"""
 declare i32 @air.convert.s.i32.f.f32(float)

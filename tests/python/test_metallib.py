@@ -177,6 +177,24 @@ def test_an_apple_kernel_runs_on_the_cpu(library, tmp_path):
                                                            ("i", "uint")]
 
 
+def test_every_position_of_a_kernel_run_a_row_at_a_time():
+    # A kernel without barriers or collectives runs a row of a group in one
+    # loop of its code (backends::row_thunk_ir): each thread's positions as
+    # the grid gives them, with partial groups at the grid's end and lanes
+    # that wrap inside a row (48 x 2 groups: 96 threads, 3 simdgroups).
+    k = bronze.load_metallib(air.pack([("positions", air.assemble(air.POSITIONS))])).positions
+    W, H, GX, GY = 101, 5, 48, 2
+    out = bronze.zeros(W * H * 8, dtype=bronze.uint32)
+    k(out, W, threads=(W, H), group_size=(GX, GY))
+    got = out.numpy().reshape(H, W, 8)
+    y, x = np.mgrid[0:H, 0:W]
+    lx, ly = x % GX, y % GY
+    width = np.minimum(GX, W - x // GX * GX)  # a partial group's actual width
+    t = lx + width * ly
+    want = np.stack([x, y, lx, ly, t, t % 32, t // 32, (x // GX) * 1000 + y // GY], axis=-1)
+    np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("has_bias", [False, True])
 def test_a_cooperative_kernel_specialized_by_its_function_constant(library, has_bias):
     # Barriers, simd_sum and a threadgroup array over 4 groups of 1024

@@ -15,22 +15,29 @@ namespace {
 using namespace jit::llvm;
 
 // The entry bronze launches (cpu_codegen's shape): the group's threads, each
-// with its positions, through the thunk.
+// with its positions, through the thunk; a kernel without barriers or
+// collectives a row of threads at a time (backends::row_thunk_ir).
 std::string entry_source(const KernelInfo& k, std::size_t threadgroup_bytes, const std::string& functions) {
   const backends::AirEntryParts e = backends::air_entry_parts(k);
   std::string tg = "  void* tg[" + std::to_string(std::max(e.tg_slots, 1)) + "] = {};\n";
   for (int i = 0; i < e.tg_slots; ++i)
     tg += "  tg[" + std::to_string(i) + "] = bronze_rt::tg_buffer(" + std::to_string(i) + ", L);\n";
+  const std::string pos = "    uint32_t pos[" + std::to_string(e.position_words) + "];\n" + e.positions;
+  const std::string run =
+      k.cooperative
+          ? "  auto bronze_body = [&](const bronze_rt::ids& id) {\n" + pos + "    bronze_air_thunk(a, pos, tg);\n  };\n"
+            "  bronze_rt::run_groups_cooperative(L, g0, g1, bronze_body);\n"
+          : "  bronze_rt::run_rows(L, g0, g1, [&](const bronze_rt::ids& id, uint32_t count) {\n" + pos +
+            "    bronze_air_row(a, pos, tg, count, id.tiitg);\n  });\n";
   return "#define BRONZE_EXPORT __attribute__((visibility(\"default\")))\n#include \"bronze_metal.h\"\n"
          "namespace bronze_msl {\n" + backends::air_entry_prelude() + functions +
+         "extern \"C\" void bronze_air_row(void* const* buffers, const uint32_t* positions, void* const* tg, "
+         "uint32_t count, uint32_t first);\n" +
          "extern \"C\" BRONZE_EXPORT const unsigned long long " + std::string(runtime::kAirTgmemSymbol) + " = " +
          std::to_string(threadgroup_bytes) + "ull;\n"
          "extern \"C\" BRONZE_EXPORT void " + runtime::kAirEntrySymbol +
-         "(void* const* a, const bronze_cpu_launch* L, unsigned long long g0, unsigned long long g1) {\n" + tg +
-         "  auto bronze_body = [&](const bronze_rt::ids& id) {\n    uint32_t pos[" + std::to_string(e.position_words) +
-         "];\n" + e.positions + "    bronze_air_thunk(a, pos, tg);\n  };\n"
-         "  bronze_rt::" + (k.cooperative ? "run_groups_cooperative" : "run_groups") + "(L, g0, g1, bronze_body);\n}\n"
-         "}  // namespace bronze_msl\n";
+         "(void* const* a, const bronze_cpu_launch* L, unsigned long long g0, unsigned long long g1) {\n" + tg + run +
+         "}\n}  // namespace bronze_msl\n";
 }
 
 // The host as LLVM builds for it (LLVM's targets are registered once,
@@ -73,6 +80,7 @@ runtime::ModuleSource lower_air(const air::Function& f, const air::AirFunction& 
                                 const std::vector<std::pair<std::string, std::string>>& constants) {
   backends::AirModule m(f, r, constants);
   const Api& a = m.api;
+  if (!r.kernel.cooperative) m.thunk_extra = backends::row_thunk_ir(r.kernel);
   // Threadgroup variables: one per group, and a group runs on one OS thread.
   for (LLVMValueRef g = a.LLVMGetFirstGlobal(m.module->get()); g; g = a.LLVMGetNextGlobal(g))
     if (a.LLVMGetPointerAddressSpace(a.LLVMTypeOf(g)) == 3) {

@@ -277,6 +277,26 @@ inline void run_groups(const bronze_cpu_launch* L, uint64_t g0, uint64_t g1, F&&
   }
 }
 
+// The same a row of threads at a time: f(id, count) for the row's first
+// thread (x = 0) and the row's length (an Apple .metallib kernel's loop
+// over the row is in its own code: backends::row_thunk_ir).
+template <class F>
+inline void run_rows(const bronze_cpu_launch* L, uint64_t g0, uint64_t g1, F&& f) {
+  cur_group = nullptr;
+  ids id;
+  init_fixed(L, id);
+  for (uint64_t g = g0; g < g1; ++g) {
+    uint32_t a[3];
+    group_geometry(L, g, id, a);
+    id.sgptg = (a[0] * a[1] * a[2] + kSimd - 1) / kSimd;
+    for (uint32_t lz = 0; lz < a[2]; ++lz)
+      for (uint32_t ly = 0; ly < a[1]; ++ly) {
+        thread_ids(L, id, 0, ly, lz, a);
+        f(id, a[0]);
+      }
+  }
+}
+
 inline void fiber_main(bronze_fiber_transfer from) {
   group_ctx* g = cur_group;
   g->main = from.fctx;
