@@ -168,7 +168,7 @@ TEST(Event, TimingMeasuresQueuedWork) {
   end.record(s);
   double ms = end.recorded() ? start.elapsed_time(end) : 0;
   EXPECT_GE(ms, 29.0);
-  EXPECT_LT(ms, 2000.0);
+  EXPECT_LT(ms, 60000.0);  // the sleep, not a wait for something else; bounded loosely: CI shares 2 cores under TSan
   EXPECT_TRUE(end.query());
 }
 
