@@ -29,10 +29,11 @@ std::string entry_source(const KernelInfo& k, std::size_t threadgroup_bytes, con
             "  bronze_rt::run_groups_cooperative(L, g0, g1, bronze_body);\n"
           : "  bronze_rt::run_rows(L, g0, g1, [&](const bronze_rt::ids& id, uint32_t count) {\n" + pos +
             "    bronze_air_row(a, pos, tg, count, id.tiitg);\n  });\n";
+  const std::string row = k.cooperative ? "" : "extern \"C\" void bronze_air_row(void* const* buffers, "
+                                               "const uint32_t* positions, void* const* tg, uint32_t count, "
+                                               "uint32_t first);\n";
   return "#define BRONZE_EXPORT __attribute__((visibility(\"default\")))\n#include \"bronze_metal.h\"\n"
-         "namespace bronze_msl {\n" + backends::air_entry_prelude() + functions +
-         "extern \"C\" void bronze_air_row(void* const* buffers, const uint32_t* positions, void* const* tg, "
-         "uint32_t count, uint32_t first);\n" +
+         "namespace bronze_msl {\n" + backends::air_entry_prelude() + functions + row +
          "extern \"C\" BRONZE_EXPORT const unsigned long long " + std::string(runtime::kAirTgmemSymbol) + " = " +
          std::to_string(threadgroup_bytes) + "ull;\n"
          "extern \"C\" BRONZE_EXPORT void " + runtime::kAirEntrySymbol +
