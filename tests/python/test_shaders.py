@@ -90,23 +90,24 @@ template <typename T, int WM, int WN>
 }
 template [[host_name("fill_2x2")]] [[kernel]] void fill<float, 2, 2>(device float* o [[buffer(0)]],
                                                                       uint i [[thread_position_in_grid]]);
-[[kernel, max_total_threads_per_threadgroup(kGroup)]] void twice(device float* o [[buffer(0)]],
-                                                                uint i [[thread_position_in_grid]]) {
-  o[i] = 2.0f * float(i);
+[[kernel, max_total_threads_per_threadgroup(kGroup)]] void group_size(device float* o [[buffer(0)]],
+                                                                     uint i [[thread_position_in_grid]],
+                                                                     uint n [[threads_per_threadgroup]]) {
+  o[i] = float(n);
 }
 }
 kernel void unbounded(device float* o [[buffer(0)]], uint i [[thread_position_in_grid]]) { o[i] = 3; }
 """)
     device_limit = bronze.get_device_properties(bronze.current_device()).max_threads_per_threadgroup
     assert lib.fill_2x2.max_threads_per_threadgroup == 128
-    assert lib.twice.max_threads_per_threadgroup == 64
+    assert lib.group_size.max_threads_per_threadgroup == 64
     assert 256 <= lib.unbounded.max_threads_per_threadgroup <= device_limit
     out = np.zeros(512, np.float32)
     o = bronze.tensor(out)
     lib.fill_2x2(o, threads=512, group_size=128)
     np.testing.assert_array_equal(o.numpy(), np.arange(512, dtype=np.float32))
-    lib.twice(o, threads=512)  # the group the launch picks stays within the limit
-    np.testing.assert_array_equal(o.numpy(), 2 * np.arange(512, dtype=np.float32))
+    lib.group_size(o, threads=512)  # the group the launch picks is the limit
+    np.testing.assert_array_equal(o.numpy(), np.full(512, 64, np.float32))
     with pytest.raises(ValueError, match="over the kernel's limit of 128 threads per threadgroup"):
         lib.fill_2x2(o, threads=512, group_size=256)
 
