@@ -109,6 +109,7 @@ nb::dict function_dict(const air::Function& f, const air::AirFunction& a, const 
     d[t == DeviceType::CPU ? "cpu" : "cuda"] = why.empty() ? nb::object(nb::bool_(true)) : nb::object(nb::str(why.c_str()));
   }
   d["threadgroup_bytes"] = a.threadgroup_bytes;
+  if (a.max_threads) d["max_threads_per_threadgroup"] = a.max_threads;
   if (!a.unsupported.empty()) d["unsupported"] = a.unsupported;
   return d;
 }

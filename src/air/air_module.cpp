@@ -148,6 +148,11 @@ AirFunction reflect(jit::llvm::Context& ctx, const Function& f) {
       out.air_params.push_back({arg.guard, static_cast<int>(arg.get("air.address_space", 0, 0))});
       k.params.push_back(std::move(p));
     }
+    for (std::size_t i = 3; i < entry.size(); ++i) {
+      const std::vector<LLVMValueRef> ops = md.ops(entry[i]);
+      if (ops.size() == 2 && md.str(ops[0]) == std::optional<std::string>("air.max_work_group_size"))
+        out.max_threads = static_cast<int>(std::clamp(md.num(ops[1]).value_or(0), 0LL, 1LL << 20));
+    }
     std::stable_sort(slots.begin(), slots.end());
     for (const auto& [index, i] : slots) {
       k.params[i].binding = static_cast<int>(k.bound.size());

@@ -43,6 +43,9 @@ struct AirFunction {
   };
   std::vector<Intrinsic> intrinsics;
   std::size_t threadgroup_bytes = 0;  // its threadgroup variables (address space 3)
+  // [[max_total_threads_per_threadgroup(n)]] as AIR gives it
+  // (!{!"air.max_work_group_size", i32 n} beside the arguments); 0: none.
+  int max_threads = 0;
   // Why bronze cannot bind it (a texture or sampler parameter, a vertex
   // function), empty when nothing is known against it.
   std::string unsupported;

@@ -193,6 +193,7 @@ void build_air_kernel(LibraryImpl& lib, std::size_t k) {
     std::vector<runtime::ModuleKernel> mk(1);
     mk[0].symbol = runtime::kAirEntrySymbol;
     mk[0].tgmem_symbol = runtime::kAirTgmemSymbol;
+    mk[0].max_threads_symbol = runtime::kAirMaxThreadsSymbol;  // CUDA: the entry's launch bounds tell it
     std::shared_ptr<void> module = runtime::device_impl(lib.device).load_module(object, mk, {});
     {
       std::lock_guard<std::mutex> g(lib.modules_mu);

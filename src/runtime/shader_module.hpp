@@ -98,6 +98,8 @@ struct ModuleKernel {
 // bytes' symbols.
 inline constexpr const char* kAirEntrySymbol = "bronze_air_entry";
 inline constexpr const char* kAirTgmemSymbol = "bronze_air_tgmem";
+// CPU: a uint64, its declared limit of threads a group (ModuleKernel::max_threads_symbol).
+inline constexpr const char* kAirMaxThreadsSymbol = "bronze_air_max_threads";
 
 // Checks a module's kernels, their tables and threadgroup bytes filled,
 // before any of the module's code can run (CPU: read from the object's file,

@@ -195,6 +195,24 @@ def test_every_position_of_a_kernel_run_a_row_at_a_time():
     np.testing.assert_array_equal(got, want)
 
 
+def test_the_kernels_declared_group_limit_is_its_limit(library):
+    # [[max_total_threads_per_threadgroup(64)]] as Apple's compiler writes
+    # it into the kernel's metadata; a kernel without it keeps the device's.
+    bounded = air.AXPBY.replace("!0 = !{ptr @axpby_float, !1, !2}",
+                                "!0 = !{ptr @axpby_float, !1, !2, !11}\n!11 = !{!\"air.max_work_group_size\", i32 64}")
+    blob = air.pack([("axpby_float", air.assemble(bounded))])
+    assert _metallib.read_info(blob)["functions"][0]["max_threads_per_threadgroup"] == 64
+    assert "max_threads_per_threadgroup" not in _metallib.read_info(library)["functions"][0]
+    k = bronze.load_metallib(blob).axpby_float
+    assert k.max_threads_per_threadgroup == 64
+    assert bronze.load_metallib(library).axpby_float.max_threads_per_threadgroup > 64
+    x, y = np.arange(256, dtype=np.float32), bronze.zeros(256)
+    k(bronze.tensor(x), y, [2.0, 0.0], threads=256)  # the group the launch picks is within the limit
+    np.testing.assert_array_equal(y.numpy(), 2 * x)
+    with pytest.raises(ValueError, match="over the kernel's limit of 64 threads per threadgroup"):
+        k(bronze.tensor(x), y, [2.0, 0.0], threads=256, group_size=128)
+
+
 @pytest.mark.parametrize("has_bias", [False, True])
 def test_a_cooperative_kernel_specialized_by_its_function_constant(library, has_bias):
     # Barriers, simd_sum and a threadgroup array over 4 groups of 1024

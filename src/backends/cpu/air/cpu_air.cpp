@@ -16,8 +16,10 @@ using namespace jit::llvm;
 
 // The entry bronze launches (cpu_codegen's shape): the group's threads, each
 // with its positions, through the thunk; a kernel without barriers or
-// collectives a row of threads at a time (backends::row_thunk_ir).
-std::string entry_source(const KernelInfo& k, std::size_t threadgroup_bytes, const std::string& functions) {
+// collectives a row of threads at a time (backends::row_thunk_ir); its
+// declared limit of threads a group (0: none) exported for the loader.
+std::string entry_source(const KernelInfo& k, std::size_t threadgroup_bytes, int max_threads,
+                         const std::string& functions) {
   const backends::AirEntryParts e = backends::air_entry_parts(k);
   std::string tg = "  void* tg[" + std::to_string(std::max(e.tg_slots, 1)) + "] = {};\n";
   for (int i = 0; i < e.tg_slots; ++i)
@@ -36,6 +38,8 @@ std::string entry_source(const KernelInfo& k, std::size_t threadgroup_bytes, con
          "namespace bronze_msl {\n" + backends::air_entry_prelude() + functions + row +
          "extern \"C\" BRONZE_EXPORT const unsigned long long " + std::string(runtime::kAirTgmemSymbol) + " = " +
          std::to_string(threadgroup_bytes) + "ull;\n"
+         "extern \"C\" BRONZE_EXPORT const unsigned long long " + std::string(runtime::kAirMaxThreadsSymbol) + " = " +
+         std::to_string(max_threads) + "ull;\n"
          "extern \"C\" BRONZE_EXPORT void " + runtime::kAirEntrySymbol +
          "(void* const* a, const bronze_cpu_launch* L, unsigned long long g0, unsigned long long g1) {\n" + tg + run +
          "}\n}  // namespace bronze_msl\n";
@@ -93,7 +97,7 @@ runtime::ModuleSource lower_air(const air::Function& f, const air::AirFunction& 
       host_machine(a, triple), a.LLVMDisposeTargetMachine);
   runtime::ModuleSource out;
   out.objects.emplace_back("air_kernel.o", m.emit(tm.get(), triple, kObjectFile, "the CPU (" + triple + ")"));
-  out.code = entry_source(r.kernel, r.threadgroup_bytes, m.functions);
+  out.code = entry_source(r.kernel, r.threadgroup_bytes, r.max_threads, m.functions);
   out.filename = f.name + ".metallib";
   out.headers = {{"bronze_metal.h", embedded::bronze_metal_h}, {"launch_abi.h", embedded::launch_abi_h}};
   // Metal's math modes are in the AIR (air.fast_* or not): the entry's own

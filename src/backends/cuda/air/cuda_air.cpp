@@ -36,8 +36,9 @@ LLVMTargetMachineRef ptx_machine(const Api& a) {
 // one parameter per argument in entry order, a buffer's pointer or a
 // value's bytes (its size and alignment, so the driver lays it out as
 // bound); the thread's positions; the thunk. simdgroup matrices are in
-// Apple's layout, as AIR's thread_elements() are.
-std::string entry_source(const KernelInfo& k, const std::string& functions) {
+// Apple's layout, as AIR's thread_elements() are. A kernel's declared limit
+// of threads a group bounds the launch, as for source.
+std::string entry_source(const KernelInfo& k, int max_threads, const std::string& functions) {
   const backends::AirEntryParts e = backends::air_entry_parts(k);
   std::string params = "const bronze_gpu_launch L", args;
   int n = 0;
@@ -62,7 +63,9 @@ std::string entry_source(const KernelInfo& k, const std::string& functions) {
          backends::air_entry_prelude() +
          "template <unsigned long long N, unsigned long long A> struct alignas(A) bronze_air_value { unsigned char b[N]; };\n" +
          functions + "extern \"C\" __device__ const unsigned long long " + runtime::kAirTgmemSymbol + " = 0;\n" +
-         "extern \"C\" __global__ void " + runtime::kAirEntrySymbol + "(" + params + ") {\n"
+         "extern \"C\" __global__ void " +
+         (max_threads ? "__launch_bounds__(" + std::to_string(max_threads) + ") " : std::string()) +
+         runtime::kAirEntrySymbol + "(" + params + ") {\n"
          "  bronze_rt::ids id;\n  if (!bronze_rt::make_ids(L, id)) return;\n"
          "  void* a[] = {" + args + "nullptr};\n" + tg + "  uint32_t pos[" + std::to_string(e.position_words) + "];\n" +
          e.positions + "  bronze_air_thunk(a, pos, tg);\n}\n}  // namespace bronze_msl\n";
@@ -111,7 +114,7 @@ runtime::ModuleSource lower_air(const air::Function& f, const air::AirFunction& 
       ptx_machine(a), a.LLVMDisposeTargetMachine);
   runtime::ModuleSource out;
   out.objects.emplace_back("air_kernel.ptx", m.emit(tm.get(), kTriple, kAssemblyFile, std::string("CUDA (") + kCpu + ")"));
-  out.code = entry_source(r.kernel, m.functions);
+  out.code = entry_source(r.kernel, r.max_threads, m.functions);
   out.filename = f.name + ".metallib";
   out.headers = {{"bronze_metal.h", embedded::bronze_metal_h}, {"launch_abi.h", embedded::launch_abi_h}};
   out.math_mode = runtime::MathMode::Safe;  // Metal's math modes are in the AIR (air.fast_* or not)
